@@ -1,0 +1,316 @@
+"""The command line: parse, build a Session, hand over. Thin on purpose.
+
+Heavy imports (the anthropic SDK, prompt-toolkit, the session machinery) happen inside the
+commands, so `agent-cli --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Optional
+
+import typer
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from agent_cli.approval import Approver
+    from agent_cli.config import Settings
+    from agent_cli.session import Session, Sink
+
+app = typer.Typer(
+    name="agent-cli",
+    help=(
+        "A terminal agent: the model proposes tool calls, you approve each one that has "
+        "effects.\n\nTry it offline, no key needed:\n\n"
+        "  agent-cli chat --provider scripted --script examples/demo_script.json\n\n"
+        "With Claude: export ANTHROPIC_API_KEY=... then agent-cli chat"
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+# Exit codes of `agent-cli run` (documented in README).
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_LIMIT = 3
+EXIT_PROVIDER = 4
+EXIT_REPEATED = 5
+EXIT_MAX_TOKENS = 6
+EXIT_INTERRUPTED = 130
+TURN_EXIT = {
+    "end_turn": EXIT_OK, "stop_sequence": EXIT_OK, "max_turns": EXIT_LIMIT,
+    "error": EXIT_PROVIDER, "repeated_failure": EXIT_REPEATED, "max_tokens": EXIT_MAX_TOKENS,
+    "interrupted": EXIT_INTERRUPTED,
+}
+
+
+@dataclass
+class Common:
+    """The options every session command takes (after the subcommand)."""
+
+    workspace: Path | None = None
+    tools_dir: list[Path] = field(default_factory=list)
+    config: Path | None = None
+    log: Path | None = None
+    model: str | None = None
+    provider: str | None = None
+    base_url: str | None = None
+    script: Path | None = None
+    max_turns: int | None = None
+
+    def settings(self) -> Settings:
+        from agent_cli.config import load_settings
+
+        flags: dict[str, Any] = {"model": self.model, "provider": self.provider,
+                                 "base_url": self.base_url, "max_turns": self.max_turns,
+                                 "script": str(self.script) if self.script else None}
+        if self.script and not self.provider:
+            flags["provider"] = "scripted"
+        return load_settings(self.config, flags)
+
+    def workspace_dir(self) -> Path:
+        ws = (self.workspace or Path.cwd()).expanduser()
+        if not ws.is_dir():
+            raise typer.BadParameter(f"{ws} is not a folder.", param_hint="--workspace")
+        return ws.resolve()
+
+
+_COMMON_OPTIONS: dict[str, Any] = {
+    "workspace": Annotated[Optional[Path], typer.Option(  # noqa: UP045 (typer needs Optional)
+        "--workspace", "-w", help="Folder the tools may touch (default: the current folder).")],
+    "tools_dir": Annotated[Optional[list[Path]], typer.Option(  # noqa: UP045
+        "--tools-dir", help="Extra plugin folder; repeat for more. Never loaded implicitly.")],
+    "config": Annotated[Optional[Path], typer.Option(  # noqa: UP045
+        "--config", help="Settings file (TOML) on top of AGENT_CLI_HOME/config.toml.")],
+    "log": Annotated[Optional[Path], typer.Option(  # noqa: UP045
+        "--log", help="Session log file; an existing one is appended to, its chain continued.")],
+    "model": Annotated[Optional[str], typer.Option(  # noqa: UP045
+        "--model", help="Model name, e.g. claude-sonnet-4-5.")],
+    "provider": Annotated[Optional[str], typer.Option(  # noqa: UP045
+        "--provider", help="anthropic | openai | scripted.")],
+    "base_url": Annotated[Optional[str], typer.Option(  # noqa: UP045
+        "--base-url", help="API endpoint (ANTHROPIC_BASE_URL also works).")],
+    "script": Annotated[Optional[Path], typer.Option(  # noqa: UP045
+        "--script", help="JSON array of model replies for the scripted provider (offline).")],
+    "max_turns": Annotated[Optional[int], typer.Option(  # noqa: UP045
+        "--max-turns", min=1, help="Model requests allowed within one user turn (default 25).")],
+}
+
+
+def with_common(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Give a command the common options; it receives them as one `common: Common` argument."""
+    sig = inspect.signature(fn)
+    own = [p for p in sig.parameters.values() if p.name != "common"]
+    extra = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None,
+                               annotation=ann) for name, ann in _COMMON_OPTIONS.items()]
+
+    @functools.wraps(fn)
+    def wrapper(**kwargs: Any) -> Any:
+        values = {name: kwargs.pop(name, None) for name in _COMMON_OPTIONS}
+        values["tools_dir"] = values["tools_dir"] or []
+        return fn(common=Common(**values), **kwargs)
+
+    wrapper.__signature__ = sig.replace(parameters=own + extra)  # type: ignore[attr-defined]
+    return wrapper
+
+
+def fail(message: str, code: int = 1) -> typer.Exit:
+    from rich.console import Console
+
+    Console(stderr=True).print(f"[bold red]error:[/] {_escape(message)}")
+    return typer.Exit(code)
+
+
+def _escape(text: str) -> str:
+    from rich.markup import escape
+
+    from agent_cli.safe_text import sanitize
+
+    return escape(sanitize(text))
+
+
+def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Errors a user can meet become one sentence and an exit code, not a traceback."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from agent_cli.errors import AgentError
+
+        try:
+            return fn(*args, **kwargs)
+        except AgentError as e:
+            raise fail(str(e), e.exit_code) from None
+
+    return wrapper
+
+
+def build_session(
+    common: Common,
+    *,
+    console: Console,
+    approver: Approver,
+    sinks: list[Sink],
+    history: list[dict[str, Any]] | None = None,
+    continues: str | None = None,
+    log_path: Path | None = None,
+) -> Session:
+    from agent_cli.session import Session, load_registry, make_provider
+
+    settings = common.settings()
+    workspace = common.workspace_dir()
+    provider = make_provider(settings)
+    registry, report = load_registry(settings, common.tools_dir)
+    return Session(settings, workspace=workspace, provider=provider, registry=registry,
+                   approver=approver, sinks=sinks, log_path=log_path or common.log,
+                   history=history, continues=continues, load_report=report)
+
+
+def _interactive() -> bool:
+    return sys.stdin.isatty()
+
+
+@app.command()
+@with_common
+@guarded
+def chat(
+    common: Common,
+    resume: Annotated[Optional[Path], typer.Option(  # noqa: UP045
+        "--resume", help="Continue the session saved in this log.")] = None,
+    continue_: Annotated[bool, typer.Option(
+        "--continue", help="Continue the latest session of this workspace.")] = False,
+) -> None:
+    """Chat with the model in a REPL; write calls ask for your yes, one by one."""
+    from rich.console import Console
+
+    from agent_cli.config import home
+    from agent_cli.ui.panel import TerminalApprover
+    from agent_cli.ui.render import Renderer
+    from agent_cli.ui.repl import make_prompt, run_repl
+
+    console = Console(highlight=False)
+    history, continues = _resumed_history(common, resume, continue_)
+    approver: Approver
+    if _interactive():
+        approver = TerminalApprover(console)
+    else:
+        from agent_cli.approval import NonInteractiveApprover
+
+        approver = NonInteractiveApprover()
+    session = build_session(common, console=console, approver=approver,
+                            sinks=[Renderer(console)], history=history, continues=continues)
+    if _interactive():
+        read = make_prompt(home() / "history")
+    else:
+        def read() -> str:
+            line = sys.stdin.readline()
+            if not line:
+                raise EOFError
+            return line.rstrip("\n")
+    session.start()
+    try:
+        run_repl(session, console, read)
+    finally:
+        session.close()
+
+
+def _resumed_history(common: Common, resume: Path | None,
+                     continue_: bool) -> tuple[list[dict[str, Any]] | None, str | None]:
+    if resume is None and not continue_:
+        return None, None
+    from agent_cli import replay
+
+    path = resume if resume is not None else replay.latest_log_for(
+        common.settings(), common.workspace_dir())
+    return replay.history_from_log(path), str(path)
+
+
+@app.command()
+@with_common
+@guarded
+def run(
+    common: Common,
+    prompt: Annotated[str, typer.Argument(help="The task, in words.")],
+    output: Annotated[str, typer.Option(
+        "--output", "-o", help="text: the answer as it streams; jsonl: every event, one per line "
+        "(the session-log format).")] = "text",
+) -> None:
+    """Do one task headless and exit. Exit codes: 0 done, 1 error, 2 usage, 3 turn limit,
+    4 model/API error, 5 repeated tool failure, 6 output limit, 130 interrupted.
+
+    Write calls ask on the terminal; with no terminal they are denied, never approved."""
+    from rich.console import Console
+
+    from agent_cli.approval import NonInteractiveApprover
+    from agent_cli.ui.render import Renderer
+
+    if output not in ("text", "jsonl"):
+        raise fail("--output must be text or jsonl.", EXIT_USAGE)
+    console = Console(highlight=False, stderr=output == "jsonl")
+    approver: Approver
+    if _interactive():
+        from agent_cli.ui.panel import TerminalApprover
+
+        approver = TerminalApprover(Console(highlight=False, stderr=True))
+    else:
+        approver = NonInteractiveApprover()
+    sinks: list[Sink] = [] if output == "jsonl" else [Renderer(console)]
+    session = build_session(common, console=console, approver=approver, sinks=sinks)
+    if output == "jsonl":
+        session.log.mirror = _print_line
+    session.start()
+    try:
+        result = session.send(prompt)
+    except KeyboardInterrupt:
+        session.close("interrupted")
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+    session.close()
+    raise typer.Exit(TURN_EXIT.get(result.reason, EXIT_OK))
+
+
+def _print_line(line: str) -> None:
+    sys.stdout.write(line)
+    sys.stdout.flush()
+
+
+@app.command()
+@with_common
+@guarded
+def tools(common: Common) -> None:
+    """List the tools: name, effect class, source file, schema hash and full description."""
+    from rich.console import Console
+    from rich.text import Text
+
+    from agent_cli.session import load_registry
+    from agent_cli.ui.safe_rich import safe
+
+    console = Console(highlight=False)
+    registry, report = load_registry(common.settings(), common.tools_dir)
+    for tool in registry:
+        console.print(Text.assemble(safe(tool.name, "bold"), "  ",
+                                    (tool.effect, "green" if tool.effect == "read" else "red"),
+                                    "  ", (tool.schema_hash(), "dim")))
+        console.print(Text("  source: ", style="dim") + safe(tool.source, "dim"))
+        console.print(Text("  ") + safe(tool.description))
+        props = tool.schema().get("properties", {})
+        args = ", ".join(f"{k}: {v.get('type', '?')}" for k, v in props.items())
+        console.print(Text("  args: ", style="dim") + safe(args or "(none)"))
+    for problem in report.errors:
+        console.print(Text("plugin error: ", style="bold red") + safe(problem))
+    if report.errors:
+        raise typer.Exit(EXIT_ERROR)
+
+
+def main() -> None:
+    try:
+        app()
+    except KeyboardInterrupt:
+        sys.exit(EXIT_INTERRUPTED)

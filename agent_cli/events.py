@@ -1,0 +1,175 @@
+"""The event models: one tagged union is the session-log format, `--output jsonl` and the replay
+parser. Fields may grow; names and types of existing fields are a contract (design.md section 5).
+
+`seq`, `ts` and `hash` are filled by whoever records the event (the session log); the loop only
+says what happened.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+LOG_FORMAT_VERSION = 1
+
+
+class EventBase(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    v: int = LOG_FORMAT_VERSION
+    seq: int = 0
+    ts: float = Field(default_factory=time.time)
+    hash: str = ""
+
+
+class ToolInfo(BaseModel):
+    name: str
+    effect: str
+    source: str
+    schema_hash: str
+
+
+class SessionStart(EventBase):
+    type: Literal["session_start"] = "session_start"
+    version: str
+    model: str
+    provider: str
+    workspace: str
+    tools: list[ToolInfo] = []
+    continues: str | None = None
+    """Path of the log this session resumed, if any."""
+    system: str | None = None
+
+
+class UserMessage(EventBase):
+    type: Literal["user_message"] = "user_message"
+    text: str
+
+
+class ModelReply(EventBase):
+    type: Literal["model_reply"] = "model_reply"
+    content: list[dict[str, Any]]
+    stop_reason: str | None
+    usage: dict[str, int] = {}
+    model: str | None = None
+
+
+class ToolProposed(EventBase):
+    type: Literal["tool_proposed"] = "tool_proposed"
+    id: str
+    name: str
+    input: Any
+
+
+class ToolInvalid(EventBase):
+    type: Literal["tool_invalid"] = "tool_invalid"
+    id: str
+    name: str
+    reason: str
+
+
+Decision = Literal["approved", "denied"]
+DecidedBy = Literal["user", "rule", "policy"]
+
+
+class Approval(EventBase):
+    type: Literal["approval"] = "approval"
+    id: str
+    name: str
+    effect: str = "write"
+    decision: Decision
+    by: DecidedBy
+    args_hash: str
+    reason: str | None = None
+    args: dict[str, Any] | None = None
+    """The exact arguments that were shown (and that run when approved)."""
+
+
+class ToolStarted(EventBase):
+    type: Literal["tool_started"] = "tool_started"
+    id: str
+    name: str
+
+
+class ToolResultEvent(EventBase):
+    type: Literal["tool_result"] = "tool_result"
+    id: str
+    name: str
+    is_error: bool
+    content: str
+    duration: float = 0.0
+    truncated: bool = False
+
+
+class ErrorEvent(EventBase):
+    type: Literal["error"] = "error"
+    message: str
+    kind: str = "error"
+
+
+class Interrupt(EventBase):
+    type: Literal["interrupt"] = "interrupt"
+    during: str
+    """What was running: "model" or "tool"."""
+
+
+class TurnEnd(EventBase):
+    type: Literal["turn_end"] = "turn_end"
+    reason: str
+    message: str | None = None
+    usage: dict[str, int] = {}
+
+
+class SessionEnd(EventBase):
+    type: Literal["session_end"] = "session_end"
+    reason: str = "exit"
+
+
+class Notice(EventBase):
+    """Something the user should see that is not a step of the conversation (retrying, a plugin
+    that failed to load, a context budget cut)."""
+
+    type: Literal["notice"] = "notice"
+    message: str
+    kind: str = "info"
+
+
+Event = Annotated[
+    SessionStart
+    | UserMessage
+    | ModelReply
+    | ToolProposed
+    | ToolInvalid
+    | Approval
+    | ToolStarted
+    | ToolResultEvent
+    | ErrorEvent
+    | Interrupt
+    | TurnEnd
+    | SessionEnd
+    | Notice,
+    Field(discriminator="type"),
+]
+
+EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
+
+
+class TextDelta:
+    """A piece of streamed model text. Transient: rendered live, never logged (the full text is in
+    the `model_reply` that follows)."""
+
+    __slots__ = ("text",)
+    type = "text_delta"
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+AnyEvent = Event | TextDelta
+
+
+def parse_event(line: str | bytes) -> Event:
+    """Parse one JSONL record. Raises pydantic.ValidationError on a bad record."""
+    return EVENT_ADAPTER.validate_json(line)

@@ -1,0 +1,355 @@
+"""The engine: provider -> proposals -> validate -> approve -> run -> results.
+
+It knows no terminal. It emits events and asks a Gate; the REPL, headless runs, tests and replay
+are this same loop with other providers, approvers and event sinks.
+
+Invariants kept here:
+- every tool_use id in a reply gets exactly one tool_result, in the model's order, in one user
+  message (failures, denials, limits and interrupts included);
+- what runs is the validated, frozen call that was shown; its hash is checked again just before
+  it runs;
+- the loop is bounded: model requests per turn, per-tool timeouts, output caps, repeated failures.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agent_cli import events as ev
+from agent_cli.approval import ApprovalRequest, Approved, Gate
+from agent_cli.errors import ProviderError, ToolFailed
+from agent_cli.providers.base import ModelRequest, ModelResponse, Provider
+from agent_cli.tools.base import ToolContext, ToolOutput, canonical_json, sha256_json
+from agent_cli.tools.registry import CallRejected, Registry, ValidCall
+
+Emit = Callable[[ev.AnyEvent], None]
+
+INTERRUPT_GRACE_S = 5.0
+
+
+@dataclass
+class Limits:
+    max_turns: int = 25
+    """Model requests within one user turn."""
+    max_tokens: int = 8192
+    tool_timeout_s: float = 120.0
+    output_cap: int = 30_000
+    """Characters of one tool result sent back to the model (head and tail kept)."""
+    repeat_failures: int = 3
+    max_read_bytes: int = 2_000_000
+
+
+@dataclass
+class TurnResult:
+    reason: str
+    """end_turn | max_turns | max_tokens | interrupted | repeated_failure | error | <stop_reason>"""
+    text: str = ""
+    message: str | None = None
+
+
+def cap_output(text: str, cap: int) -> tuple[str, bool]:
+    """Keep the head and tail of a long result and say how much was cut."""
+    if len(text) <= cap:
+        return text, False
+    head = cap * 2 // 3
+    tail = cap - head
+    cut = len(text) - head - tail
+    note = f"\n\n[... {cut} characters cut from the middle of this output (cap {cap}) ...]\n\n"
+    return text[:head] + note + text[-tail:], True
+
+
+class _Interrupted(Exception):
+    def __init__(self, after_s: float) -> None:
+        self.after_s = after_s
+
+
+class Loop:
+    def __init__(
+        self,
+        provider: Provider,
+        registry: Registry,
+        gate: Gate,
+        emit: Emit,
+        *,
+        workspace: Path,
+        limits: Limits | None = None,
+        system: str | None = None,
+    ) -> None:
+        self.provider = provider
+        self.registry = registry
+        self.gate = gate
+        self.emit = emit
+        self.workspace = workspace
+        self.limits = limits or Limits()
+        self.system = system
+        self.usage: dict[str, int] = {}
+        self.prepare: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None
+        """Shapes what is sent (e.g. a context budget) without touching the history or log."""
+
+    # -- a user turn -------------------------------------------------------------------------
+
+    def run_turn(self, history: list[dict[str, Any]], text: str) -> TurnResult:
+        self.emit(ev.UserMessage(text=text))
+        add_user_text(history, text)
+        turn_usage: dict[str, int] = {}
+        failures = _FailureTracker(self.limits.repeat_failures)
+        last_text = ""
+        for _request in range(self.limits.max_turns):
+            try:
+                reply = self._ask_model(history)
+            except KeyboardInterrupt:
+                self.emit(ev.Interrupt(during="model"))
+                return self._end("interrupted", last_text, turn_usage,
+                                 "Interrupted while the model was replying; nothing was run.")
+            except ProviderError as e:
+                self.emit(ev.ErrorEvent(message=str(e), kind=e.kind))
+                return self._end("error", last_text, turn_usage, str(e))
+            _add_usage(turn_usage, reply.usage)
+            _add_usage(self.usage, reply.usage)
+            self.emit(ev.ModelReply(content=reply.content, stop_reason=reply.stop_reason,
+                                    usage=reply.usage, model=reply.model))
+            history.append({"role": "assistant", "content": reply.content})
+            last_text = reply.text() or last_text
+            uses = reply.tool_uses()
+            if not uses:
+                return self._end(reply.stop_reason or "end_turn", last_text, turn_usage)
+            if reply.stop_reason == "max_tokens":
+                results = [self._not_run(u, i, "not run: the reply was cut off at the max_tokens "
+                                         "limit while this call was being written, so its input "
+                                         "may be incomplete") for i, u in enumerate(uses)]
+                history.append({"role": "user", "content": results})
+                return self._end("max_tokens", last_text, turn_usage,
+                                 "The model hit its output limit (max_tokens) in the middle of a "
+                                 "tool call; that call was not run. Ask it to continue in "
+                                 "smaller steps.")
+            results, interrupted = self._run_calls(uses, failures)
+            history.append({"role": "user", "content": results})
+            if interrupted:
+                self.emit(ev.Interrupt(during="tool"))
+                return self._end("interrupted", last_text, turn_usage,
+                                 "Interrupted; the remaining calls were not run.")
+            if failures.tripped is not None:
+                return self._end("repeated_failure", last_text, turn_usage,
+                                 f"Stopped: {failures.tripped} failed "
+                                 f"{self.limits.repeat_failures} times in a row with the same "
+                                 "input. Say how to proceed.")
+        return self._end("max_turns", last_text, turn_usage,
+                         f"Stopped after {self.limits.max_turns} model requests in this turn "
+                         "(--max-turns). Send a message to let it continue.")
+
+    def _end(self, reason: str, text: str, usage: dict[str, int],
+             message: str | None = None) -> TurnResult:
+        self.emit(ev.TurnEnd(reason=reason, message=message, usage=usage))
+        return TurnResult(reason, text, message)
+
+    def _ask_model(self, history: list[dict[str, Any]]) -> ModelResponse:
+        request = ModelRequest(
+            messages=self.prepare(history) if self.prepare is not None else history,
+            tools=self.registry.specs(),
+            system=self.system,
+            max_tokens=self.limits.max_tokens,
+            model=self.provider.model,
+        )
+        return self.provider.complete(
+            request,
+            lambda t: self.emit(ev.TextDelta(t)),
+            lambda m: self.emit(ev.Notice(message=m, kind="retry")),
+        )
+
+    # -- tool calls --------------------------------------------------------------------------
+
+    def _run_calls(
+        self, uses: list[dict[str, Any]], failures: _FailureTracker
+    ) -> tuple[list[dict[str, Any]], bool]:
+        results: list[dict[str, Any]] = []
+        for i, use in enumerate(uses):
+            try:
+                result = self._one_call(use, i)
+            except _Interrupted as stop:
+                call_id = _use_id(use, i)
+                msg = f"interrupted by the user after running {stop.after_s:.1f} s; outcome unknown"
+                results.append(self._result(call_id, str(use.get("name")), msg, True,
+                                            stop.after_s))
+                for j in range(i + 1, len(uses)):
+                    results.append(self._not_run(uses[j], j, "not run: the user interrupted "
+                                                 "the turn before this call"))
+                return results, True
+            except KeyboardInterrupt:
+                for j in range(i, len(uses)):
+                    results.append(self._not_run(uses[j], j, "not run: the user interrupted "
+                                                 "the turn before this call"))
+                return results, True
+            results.append(result)
+            failures.record(str(use.get("name")), use.get("input"), bool(result.get("is_error")))
+        return results, False
+
+    def _one_call(self, use: dict[str, Any], index: int) -> dict[str, Any]:
+        call_id = _use_id(use, index)
+        name = use.get("name")
+        raw_input = use.get("input")
+        self.emit(ev.ToolProposed(id=call_id, name=str(name), input=raw_input))
+        try:
+            call = self.registry.validate(call_id, name, raw_input)
+        except CallRejected as e:
+            self.emit(ev.ToolInvalid(id=call_id, name=str(name), reason=e.reason))
+            return self._result(call_id, str(name), e.reason, True, 0.0)
+        ctx = self._context(call)
+        preview = self._preview(call, ctx)
+        shown = call.shown_args()
+        request = ApprovalRequest(
+            call_id=call_id,
+            name=call.tool.name,
+            effect=call.tool.effect,
+            args=shown,
+            args_hash=call.args_hash,
+            preview=preview,
+            description=call.tool.description,
+            source=call.tool.source,
+            extra=dict(call.tool.extra_panel),
+        )
+        decision = self.gate.decide(request)
+        approved = isinstance(decision, Approved)
+        reason = None if isinstance(decision, Approved) else decision.reason
+        self.emit(ev.Approval(id=call_id, name=call.tool.name, effect=call.tool.effect,
+                              decision="approved" if approved else "denied", by=decision.by,
+                              args_hash=call.args_hash, reason=reason, args=shown))
+        if not approved:
+            if decision.by == "user":
+                msg = "The user denied this call."
+                if reason:
+                    msg += f" Their reason: {reason}"
+            else:
+                msg = f"This call was refused: {reason}."
+            return self._result(call_id, call.tool.name, msg, True, 0.0)
+        return self._execute(call, ctx)
+
+    def _context(self, call: ValidCall) -> ToolContext:
+        timeout = call.tool.timeout_s or self.limits.tool_timeout_s
+        return ToolContext(workspace=self.workspace, timeout_s=timeout,
+                           output_cap=self.limits.output_cap,
+                           max_read_bytes=self.limits.max_read_bytes)
+
+    def _preview(self, call: ValidCall, ctx: ToolContext) -> str | None:
+        if call.tool.effect == "read":
+            return None
+        try:
+            if call.tool.snapshot is not None:
+                ctx.snapshot = call.tool.snapshot(call.args, ctx)
+            if call.tool.preview is not None:
+                return call.tool.preview(call.args, ctx)
+        except Exception as e:  # a broken preview must not hide the call
+            return f"(no preview: {type(e).__name__}: {e})"
+        return None
+
+    def _execute(self, call: ValidCall, ctx: ToolContext) -> dict[str, Any]:
+        if call.args is not None and sha256_json(call.args.model_dump(mode="json")) != call.args_hash:
+            msg = "refused: the arguments changed after they were shown"
+            return self._result(call.id, call.tool.name, msg, True, 0.0)
+        self.emit(ev.ToolStarted(id=call.id, name=call.tool.name))
+        start = time.monotonic()
+        box: dict[str, Any] = {}
+
+        def target() -> None:
+            try:
+                box["out"] = call.tool.run(call.args if call.args is not None
+                                           else call.shown_args(), ctx)
+            except BaseException as e:
+                box["exc"] = e
+
+        worker = threading.Thread(target=target, name=f"tool-{call.tool.name}", daemon=True)
+        worker.start()
+        try:
+            worker.join(ctx.timeout_s + 2.0)
+        except KeyboardInterrupt:
+            ctx.cancel.set()
+            worker.join(INTERRUPT_GRACE_S)
+            raise _Interrupted(time.monotonic() - start) from None
+        duration = time.monotonic() - start
+        if worker.is_alive():
+            ctx.cancel.set()
+            out = ToolOutput(f"timed out after {ctx.timeout_s:.0f} s; the tool was asked to stop",
+                             True)
+        elif "exc" in box:
+            exc = box["exc"]
+            if isinstance(exc, ToolFailed | ValueError | OSError) or hasattr(exc, "exit_code"):
+                out = ToolOutput(f"{call.tool.name} failed: {exc}", True)
+            else:
+                out = ToolOutput(f"{call.tool.name} failed: {type(exc).__name__}: {exc}", True)
+        else:
+            raw = box.get("out")
+            out = raw if isinstance(raw, ToolOutput) else ToolOutput(str(raw if raw is not None
+                                                                         else ""))
+            if not out.is_error and call.tool.verify is not None:
+                try:
+                    problem = call.tool.verify(call.args, ctx, raw)
+                except Exception as e:
+                    problem = f"{type(e).__name__}: {e}"
+                if problem:
+                    out = ToolOutput(f"{out.content}\nBut the effect could not be confirmed: "
+                                     f"{problem}", True)
+        return self._result(call.id, call.tool.name, out.content, out.is_error, duration)
+
+    def _result(self, call_id: str, name: str, content: str, is_error: bool,
+                duration: float) -> dict[str, Any]:
+        capped, truncated = cap_output(content, self.limits.output_cap)
+        self._emit_result(call_id, name, capped, is_error, duration, truncated)
+        block: dict[str, Any] = {"type": "tool_result", "tool_use_id": call_id, "content": capped}
+        if is_error:
+            block["is_error"] = True
+        return block
+
+    def _emit_result(self, call_id: str, name: str, content: str, is_error: bool,
+                     duration: float, truncated: bool) -> None:
+        self.emit(ev.ToolResultEvent(id=call_id, name=name, is_error=is_error, content=content,
+                                     duration=round(duration, 6), truncated=truncated))
+
+    def _not_run(self, use: dict[str, Any], index: int, why: str) -> dict[str, Any]:
+        call_id = _use_id(use, index)
+        return self._result(call_id, str(use.get("name")), why, True, 0.0)
+
+
+class _FailureTracker:
+    """The same tool with the same input failing N times in a row trips it."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.last: str | None = None
+        self.count = 0
+        self.tripped: str | None = None
+
+    def record(self, name: str, raw_input: Any, failed: bool) -> None:
+        if not failed:
+            self.last, self.count = None, 0
+            return
+        sig = name + "\x00" + canonical_json(raw_input)
+        self.count = self.count + 1 if sig == self.last else 1
+        self.last = sig
+        if self.count >= self.limit:
+            self.tripped = name
+
+
+def _use_id(use: dict[str, Any], index: int) -> str:
+    value = use.get("id")
+    return value if isinstance(value, str) and value else f"toolu_missing_{index}"
+
+
+def _add_usage(total: dict[str, int], usage: dict[str, int]) -> None:
+    for k, v in usage.items():
+        total[k] = total.get(k, 0) + v
+
+
+def add_user_text(history: list[dict[str, Any]], text: str) -> None:
+    """Append the user's words; after an interrupted or limited turn the last message may already
+    be the user's (tool results), so the text joins it rather than breaking role alternation."""
+    if history and history[-1].get("role") == "user":
+        content = history[-1]["content"]
+        if isinstance(content, str):
+            content = [{"type": "text", "text": content}]
+        history[-1] = {"role": "user", "content": [*content, {"type": "text", "text": text}]}
+    else:
+        history.append({"role": "user", "content": [{"type": "text", "text": text}]})

@@ -1,0 +1,336 @@
+"""Secret redaction for everything written to the session log.
+
+Logs are kept, shared and pasted into bug reports, so secrets with a
+recognisable shape are replaced by ``[REDACTED:kind]`` before an event reaches
+disk. Redaction is best effort by shape and by name: it catches API keys,
+tokens, private keys and ``NAME=value`` lines whose NAME says "secret"; it
+cannot recognise a bare password in prose. When unsure it errs towards
+redacting: a log that says too little is better than one that leaks.
+
+Kinds: ``anthropic``, ``openai``, ``github``, ``slack``, ``aws``,
+``private_key``, ``jwt``, ``bearer``, ``url_password``, ``env`` and
+``custom`` (patterns from config). A redacted text passes through again
+unchanged, so redacting twice is harmless.
+
+Stdlib only and linear time: every built-in pattern either starts at a
+literal prefix or at the start of a word, and uses possessive quantifiers or
+bounded runs, so hostile input cannot make it backtrack catastrophically.
+Custom patterns from config are the user's own responsibility.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+__all__ = ["Redactor", "default_redactor", "is_secret_name"]
+
+
+def _marker(kind: str) -> str:
+    return f"[REDACTED:{kind}]"
+
+
+# A value that is already redacted, optionally after an auth scheme word
+# ("Bearer [REDACTED:bearer]"): left alone, which makes redaction idempotent.
+_ALREADY = re.compile(r"(?:[A-Za-z]+[ \t]+)?\[REDACTED:[A-Za-z0-9_-]+\]")
+
+# --- token shapes -----------------------------------------------------------
+# Each entry: (kind, pattern, group to replace or 0 for the whole match).
+# Order matters: more specific shapes first (sk-ant- before sk-), private keys
+# before anything that could cut a key block in pieces.
+
+_TOKEN_CHARS = "A-Za-z0-9_\\-"
+_NOT_AFTER_WORD = f"(?<![{_TOKEN_CHARS}])"
+
+_PRIVATE_KEY_BODY = "[A-Za-z0-9+/=\\s:,.\\\\-]"
+_PRIVATE_KEY = re.compile(
+    "-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY-----"
+    # The armoured body up to the END line; if there is no END line (a cut
+    # log, a truncated output), everything that still looks like the body.
+    f"(?:{_PRIVATE_KEY_BODY}*?-----END[A-Z0-9 ]{{0,40}}PRIVATE KEY-----"
+    f"|{_PRIVATE_KEY_BODY}*+)"
+)
+
+_SHAPES: tuple[tuple[str, re.Pattern[str], int], ...] = (
+    ("private_key", _PRIVATE_KEY, 0),
+    ("anthropic", re.compile(f"{_NOT_AFTER_WORD}sk-ant-[{_TOKEN_CHARS}]{{20,}}+"), 0),
+    (
+        "openai",
+        re.compile(f"{_NOT_AFTER_WORD}sk-(?:proj-)?[{_TOKEN_CHARS}]{{20,}}+"),
+        0,
+    ),
+    (
+        "github",
+        re.compile(
+            f"{_NOT_AFTER_WORD}(?:gh[pousr]_[A-Za-z0-9]{{20,}}+|github_pat_[A-Za-z0-9_]{{20,}}+)"
+        ),
+        0,
+    ),
+    (
+        "slack",
+        re.compile(f"{_NOT_AFTER_WORD}xox[abeprs]-[A-Za-z0-9\\-]{{10,}}+"),
+        0,
+    ),
+    # The webhook URL is the secret; keep the host so the log still says what it was.
+    (
+        "slack",
+        re.compile(
+            r"(?:https?://)?hooks\.slack\.com/(?:services|workflows|triggers)/"
+            r"([A-Za-z0-9_/\-]++)"
+        ),
+        1,
+    ),
+    ("aws", re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])"), 0),
+    (
+        "jwt",
+        re.compile(
+            f"{_NOT_AFTER_WORD}eyJ[{_TOKEN_CHARS}]++\\.eyJ[{_TOKEN_CHARS}]++\\.[{_TOKEN_CHARS}]*+"
+        ),
+        0,
+    ),
+    # "Bearer <token>": keep the scheme word. Prose ("a Bearer token") is not a
+    # token: require a digit or punctuation in it, or a long all-letter run.
+    (
+        "bearer",
+        re.compile(
+            r"(?<![A-Za-z0-9_])(?i:bearer)[ \t]++"
+            r"((?=[A-Za-z]*+[0-9._~+/=\-])[A-Za-z0-9._~+/=\-]{8,}+|[A-Za-z]{32,}+)"
+        ),
+        1,
+    ),
+    # scheme://user:password@host: keep the user and host.
+    ("url_password", re.compile(r"://[^\s:/@]{1,256}:([^\s/]{1,256})@"), 1),
+)
+
+# --- NAME=value lines -------------------------------------------------------
+# A candidate is a name containing a marker (cheap, case-insensitive filter in
+# the regex), an optional quote around it, a separator and a value on the same
+# line. Whether the name really is secret is decided by is_secret_name().
+
+_NAME_CHARS = r"A-Za-z0-9_.\-"
+_MARKERS = "key|secret|token|passw|pwd|credential|auth|passphrase"
+_ENV = re.compile(
+    rf"""
+    (?<![{_NAME_CHARS}])
+    (?P<nq>(?:\\?["'])?)                  # quoted name, also \"name\" inside JSON text
+    (?=[{_NAME_CHARS}]*?(?i:{_MARKERS}))   # cheap filter: a marker somewhere in the name
+    (?P<name>[A-Za-z_][{_NAME_CHARS}]*+)
+    (?P=nq)
+    (?P<sep>[ \t]*+(?:=>|=(?!=)|:(?!:))[ \t]*+)   # "=" not "==", ":" not "::", "=>"
+    (?P<value>
+        "(?:[^"\\\n]|\\.)*+"              # "double quoted", with backslash escapes
+      | '[^'\n]*+'                        # 'single quoted'
+      | \\"(?:[^"\\\n]|\\[^"\n])*+\\"     # \"escaped\" inside JSON text
+      | [^\r\n]++                         # unquoted: the rest of the line
+    )
+    """,
+    re.VERBOSE,
+)
+
+# Values that are clearly not secrets: placeholders, booleans, structure.
+_NOT_A_SECRET = re.compile(
+    r"""
+      \$\{[^}]*\}  | \$[A-Za-z_][A-Za-z0-9_]*   # ${VAR}, $VAR
+    | \{\{.*\}\}                               # {{ template }}
+    | (?i:true|false|null|none|nil|yes|no|~)
+    | [\[{(]\s*[\]})]?,?                       # an opening bracket: a nested block
+    | \*+ | <[A-Za-z0-9 _\-]*>                 # *** and <placeholder>
+    """,
+    re.VERBOSE,
+)
+
+# Split a name into words: snake_case, kebab-case, dotted, camelCase, ACRONYMCase.
+_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+
+# A word that is exactly one of these marks the name as secret.
+_WHOLE_WORDS = frozenset(
+    {
+        "key",
+        "pwd",
+        "auth",
+        "authorization",
+        "token",
+        "secret",
+        "secrets",
+        "password",
+        "passwords",
+        "passwd",
+        "credential",
+        "credentials",
+        "passphrase",
+    }
+)
+# A word ending in one of these too ("PGPASSWORD", "clientsecret", "apikey").
+# Not for short markers: "monkey", "hotkey", "oauth" are not secrets. Not
+# "tokens": "max_tokens" is a setting, not a credential.
+_SUFFIXES = (
+    "secret",
+    "secrets",
+    "token",
+    "password",
+    "passwords",
+    "passwd",
+    "credential",
+    "credentials",
+    "passphrase",
+    "apikey",
+    "secretkey",
+    "privatekey",
+    "accesskey",
+    "masterkey",
+    "authkey",
+    "signingkey",
+    "encryptionkey",
+)
+# Names that contain a marker but are well-known non-secrets ($PWD is the cwd).
+_NOT_SECRET_NAMES = frozenset({"pwd", "oldpwd"})
+
+
+def is_secret_name(name: str) -> bool:
+    """True if a key or variable name says its value is a secret.
+
+    The marker must be a whole word of the name, so ``api_key``, ``API-KEY``,
+    ``openaiKey``, ``key`` and ``aws_secret_access_key`` count while
+    ``keyboard``, ``monkey`` and ``tokenizer`` do not. Long markers may also
+    end a word (``PGPASSWORD``, ``apikey``).
+    """
+    if name.lower() in _NOT_SECRET_NAMES:
+        return False
+    for word in _WORDS.findall(name):
+        lower = word.lower()
+        if lower in _WHOLE_WORDS or lower.endswith(_SUFFIXES):
+            return True
+    return False
+
+
+def _secret_kind(name: str) -> str:
+    lower = name.lower()
+    return "aws" if "aws" in lower and "secret" in lower else "env"
+
+
+def _leave_value(value: str) -> bool:
+    """True for values that need no redaction: empty, placeholders, already redacted."""
+    stripped = value.strip()
+    return (
+        not stripped
+        or _ALREADY.fullmatch(stripped) is not None
+        or _NOT_A_SECRET.fullmatch(stripped) is not None
+    )
+
+
+_QUOTES = ('\\"', '"', "'")  # the escaped quote first
+
+
+def _env_replace(m: re.Match[str]) -> str:
+    name = m.group("name")
+    whole = m.group(0)
+    if not is_secret_name(name):
+        return whole
+    value = m.group("value")
+    head = whole[: m.start("value") - m.start(0)]
+    marker = _marker(_secret_kind(name))
+    for quote in _QUOTES:
+        if len(value) >= 2 * len(quote) and value.startswith(quote) and value.endswith(quote):
+            if _leave_value(value[len(quote) : -len(quote)]):
+                return whole
+            return f"{head}{quote}{marker}{quote}"
+    # Keep a trailing comma (JSON-ish text) and trailing blanks out of it.
+    body = value.rstrip()
+    if body.endswith(","):
+        body = body[:-1]
+    if _leave_value(body):
+        return whole
+    return f"{head}{marker}{value[len(body) :]}"
+
+
+def _shape_replacer(kind: str, group: int) -> Callable[[re.Match[str]], str]:
+    marker = _marker(kind)
+    if group == 0:
+        return lambda m: marker
+
+    def replace(m: re.Match[str]) -> str:
+        whole = m.group(0)
+        offset = m.start(0)
+        return whole[: m.start(group) - offset] + marker + whole[m.end(group) - offset :]
+
+    return replace
+
+
+_SHAPE_SUBS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str]], ...] = tuple(
+    (pattern, _shape_replacer(kind, group)) for kind, pattern, group in _SHAPES
+)
+
+_CUSTOM_MARKER = _marker("custom")
+
+
+def _custom_replace(m: re.Match[str]) -> str:
+    # An empty match would insert markers between characters: skip it.
+    return _CUSTOM_MARKER if m.end() > m.start() else ""
+
+
+@dataclass(frozen=True)
+class Redactor:
+    """Replaces secrets with ``[REDACTED:kind]``; extra patterns give ``custom``."""
+
+    extra_patterns: tuple[re.Pattern[str], ...] = ()
+
+    @classmethod
+    def from_config(cls, patterns: list[str]) -> Redactor:
+        """Build from the regexes in config, refusing bad ones with a clear sentence."""
+        compiled: list[re.Pattern[str]] = []
+        for source in patterns:
+            try:
+                pattern = re.compile(source)
+            except re.error as exc:
+                raise ValueError(
+                    f"Redaction pattern {source!r} is not a valid regular expression: {exc}."
+                ) from exc
+            if pattern.fullmatch("") is not None:
+                raise ValueError(
+                    f"Redaction pattern {source!r} matches the empty string; "
+                    "it would redact nothing useful."
+                )
+            compiled.append(pattern)
+        return cls(extra_patterns=tuple(compiled))
+
+    def text(self, s: str) -> str:
+        """Redact every secret found in ``s``: shapes first, then NAME=value, then custom."""
+        for pattern, replace in _SHAPE_SUBS:
+            s = pattern.sub(replace, s)
+        s = _ENV.sub(_env_replace, s)
+        for pattern in self.extra_patterns:
+            s = pattern.sub(_custom_replace, s)
+        return s
+
+    def value(self, obj: Any) -> Any:
+        """Redact JSON-like data: strings inside dicts, lists and tuples, at any depth.
+
+        A string under a key that looks secret (see :func:`is_secret_name`) is
+        replaced whole, whatever its shape. Keys are redacted like any text.
+        Other types (numbers, booleans, None, objects) are returned as they are.
+        """
+        if isinstance(obj, str):
+            return self.text(obj)
+        if isinstance(obj, dict):
+            out: dict[Any, Any] = {}
+            for key, item in obj.items():
+                if isinstance(key, str):
+                    if isinstance(item, str) and is_secret_name(key) and not _leave_value(item):
+                        item = _marker(_secret_kind(key))
+                    key = self.text(key)
+                out[key] = self.value(item)
+            return out
+        if isinstance(obj, list):
+            return [self.value(item) for item in obj]
+        if isinstance(obj, tuple):
+            return tuple(self.value(item) for item in obj)
+        return obj
+
+
+@cache
+def default_redactor() -> Redactor:
+    """The built-in rules only; shared, since a Redactor is immutable."""
+    return Redactor()

@@ -1,0 +1,312 @@
+"""The one sanitiser for untrusted text shown in a terminal.
+
+Everything a model, a tool result or a workspace file can put on screen goes
+through here before it reaches the terminal, because such text may be hostile:
+escape sequences can rewrite the screen, set the clipboard (OSC 52) or forge
+hyperlinks (OSC 8); ``\\r`` and ``\\b`` can overwrite what the user thinks they
+approve; bidi controls reorder it; zero-width and tag characters hide
+instructions; thousands of blank lines push the real content off screen.
+
+Each such character becomes a visible *token* (``\\x1b``, ``\\r``,
+``<U+202E>``, ``⟨… 300 spaces …⟩``): nothing is dropped silently and every
+token is counted by :func:`scan`. :func:`segments` says which parts are tokens
+so the UI can style them differently (a literal backslash-x typed in the input
+looks the same as a token once joined into one string).
+
+Rich markup such as ``[bold red]x[/]`` or ``:smile:`` is left as plain text on
+purpose: the UI must render the result with ``rich.text.Text`` (or
+``Text.append``), which never parses markup or emoji codes. Never pass the
+output to ``console.print(str)`` or ``Text.from_markup``.
+
+This module is stdlib-only and imports nothing from the UI, so the core loop
+can use it and start-up stays fast. Every function is linear time: one regex
+scan finds the characters of interest, the rest is slicing and ``"".join``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+__all__ = [
+    "Findings",
+    "Segment",
+    "one_line",
+    "one_line_segments",
+    "sanitize",
+    "scan",
+    "segments",
+]
+
+# Characters that never reach the terminal raw. "\n" and "\t" are not here:
+# multi-line values must stay readable (one_line handles them separately).
+# This is every code point of category Cc, Cf, Cs, Zl, Zp (Unicode 14, the
+# database of Python 3.11, plus Unicode 15's U+13439-U+1343F), and the known
+# invisible characters of other categories: combining grapheme joiner, Hangul
+# fillers, Khmer inherent vowels, Mongolian and standard variation selectors,
+# and the whole tag block. tests/test_safe_text.py checks this against the
+# running interpreter's unicodedata so a Python upgrade cannot slip past it.
+# (Building the class from unicodedata at import would cost ~0.2 s.)
+_HIDDEN_CLASS = (
+    "\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f"  # C0 except \t \n, DEL, C1
+    "\\xad\\u034f"  # soft hyphen, combining grapheme joiner
+    "\\u0600-\\u0605\\u061c\\u06dd\\u070f\\u0890\\u0891\\u08e2"
+    "\\u115f\\u1160\\u17b4\\u17b5\\u180b-\\u180f"
+    "\\u200b-\\u200f\\u2028-\\u202e\\u2060-\\u206f"
+    "\\u3164\\ud800-\\udfff\\ufe00-\\ufe0f\\ufeff\\uffa0\\ufff9-\\ufffb"
+    "\\U000110bd\\U000110cd\\U00013430-\\U0001343f"
+    "\\U0001bca0-\\U0001bca3\\U0001d173-\\U0001d17a"
+    "\\U000e0000-\\U000e007f\\U000e0100-\\U000e01ef"
+)
+
+# Horizontal blank characters that make up padding.
+_BLANK_CLASS = " \\t\\xa0\\u1680\\u2000-\\u200a\\u202f\\u205f\\u3000"
+
+_PAD_MIN_RUN = 16  # a run of this many blanks inside a line is collapsed
+_BLANK_LINES_MIN = 4  # "more than 3" consecutive blank lines are collapsed
+
+# Branch order matters: at one position the first branch that matches wins.
+# "blank" starts at the line break that ends the previous line and takes the
+# following blank lines (a "\r" in a blank line counts as blank, for CRLF).
+# Possessive quantifiers keep each attempt linear.
+_BRANCH_BLANK = f"(?P<blank>\\n(?:[{_BLANK_CLASS}\\r]*+\\n){{{_BLANK_LINES_MIN},}})"
+_BRANCH_PAD = f"(?P<pad>[{_BLANK_CLASS}]{{{_PAD_MIN_RUN},}})"
+_BRANCH_HIDDEN = f"(?P<hidden>[{_HIDDEN_CLASS}]+)"
+_BRANCH_BREAK = "(?P<brk>[\\n\\t])"  # one at a time, so "blank" still gets its turn
+
+
+def _compile(*branches: str) -> re.Pattern[str]:
+    return re.compile("|".join(branches))
+
+
+# Keyed by (collapse_padding, one_line).
+_PATTERNS: dict[tuple[bool, bool], re.Pattern[str]] = {
+    (True, False): _compile(_BRANCH_BLANK, _BRANCH_PAD, _BRANCH_HIDDEN),
+    (False, False): _compile(_BRANCH_HIDDEN),
+    (True, True): _compile(_BRANCH_BLANK, _BRANCH_PAD, _BRANCH_HIDDEN, _BRANCH_BREAK),
+    (False, True): _compile(_BRANCH_HIDDEN, _BRANCH_BREAK),
+}
+
+_SHORT_ESCAPES = {"\r": "\\r", "\b": "\\b", "\f": "\\f", "\v": "\\v"}
+_LINE_ESCAPES = {"\n": "\\n", "\t": "\\t"}
+
+_BIDI = frozenset(
+    "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+)
+
+_CONTROL, _BIDI_KIND, _INVISIBLE = 0, 1, 2
+
+
+def _is_control(cp: int) -> bool:
+    return cp < 0x20 or 0x7F <= cp <= 0x9F
+
+
+def _describe(ch: str) -> tuple[str, int]:
+    """Token text and kind for one hidden character."""
+    cp = ord(ch)
+    if _is_control(cp):
+        return _SHORT_ESCAPES.get(ch, f"\\x{cp:02x}"), _CONTROL
+    kind = _BIDI_KIND if ch in _BIDI else _INVISIBLE
+    return f"<U+{cp:04X}>", kind
+
+
+# Hostile input tends to repeat a few characters many times; cache them.
+_TOKEN_CACHE: dict[str, tuple[str, int]] = {}
+
+
+def _token(ch: str) -> tuple[str, int]:
+    hit = _TOKEN_CACHE.get(ch)
+    if hit is None:
+        hit = _describe(ch)
+        if len(_TOKEN_CACHE) < 4096:
+            _TOKEN_CACHE[ch] = hit
+    return hit
+
+
+def _pad_token(run: str) -> str:
+    n = len(run)
+    if run == " " * n:
+        what = "spaces"
+    elif run == "\t" * n:
+        what = "tabs"
+    else:
+        what = "blank characters"
+    return f"⟨… {n} {what} …⟩"
+
+
+@dataclass(frozen=True)
+class Segment:
+    """A piece of sanitised text; ``token`` marks a stand-in the UI should style."""
+
+    text: str
+    token: bool
+
+
+@dataclass(frozen=True)
+class Findings:
+    """What the sanitiser had to make visible, so the UI can warn about it.
+
+    ``invisible`` covers every hidden character that is neither a control nor
+    a bidi control: zero-width and format characters, tag characters, line and
+    paragraph separators, lone surrogates.
+    """
+
+    controls: int
+    bidi: int
+    invisible: int
+    padding_runs: int
+
+    @property
+    def any(self) -> bool:
+        """True when the text was not plain: worth a warning next to it."""
+        return bool(self.controls or self.bidi or self.invisible or self.padding_runs)
+
+    def summary(self) -> str:
+        """A short sentence for a warning line, e.g. "2 control characters shown as tokens"."""
+        parts = [
+            _plural(self.controls, "control character"),
+            _plural(self.bidi, "bidi control"),
+            _plural(self.invisible, "invisible character"),
+            _plural(self.padding_runs, "padding run"),
+        ]
+        shown = [p for p in parts if p]
+        if not shown:
+            return "no hidden characters"
+        return ", ".join(shown) + " shown as tokens"
+
+
+def _plural(n: int, noun: str) -> str:
+    if n == 0:
+        return ""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+class _Counts:
+    __slots__ = ("kinds", "padding_runs")
+
+    def __init__(self) -> None:
+        self.kinds = [0, 0, 0]
+        self.padding_runs = 0
+
+
+def _walk(
+    text: str, collapse_padding: bool, line: bool, counts: _Counts | None
+) -> Iterator[tuple[str, bool]]:
+    """Yield (piece, is_token) pairs covering ``text`` in order.
+
+    One ``finditer`` pass over the string; plain text between matches is
+    yielded as a slice, so the cost is linear in the input.
+    """
+    pattern = _PATTERNS[(collapse_padding, line)]
+    newline = "\\n" if line else "\n"
+    pos = 0
+    for m in pattern.finditer(text):
+        start = m.start()
+        if start > pos:
+            yield text[pos:start], False
+        group = m.lastgroup
+        matched = m.group()
+        if group == "hidden":
+            out = []
+            for ch in matched:
+                tok, kind = _token(ch)
+                out.append(tok)
+                if counts is not None:
+                    counts.kinds[kind] += 1
+            yield "".join(out), True
+        elif group == "blank":
+            if counts is not None:
+                counts.padding_runs += 1
+            blank_lines = matched.count("\n") - 1
+            yield newline, line
+            yield f"⟨… {blank_lines} blank lines …⟩", True
+            yield newline, line
+        elif group == "pad":
+            if counts is not None:
+                counts.padding_runs += 1
+            yield _pad_token(matched), True
+        else:  # "brk": a "\n" or "\t" in one-line mode
+            yield _LINE_ESCAPES[matched], True
+        pos = m.end()
+    if pos < len(text):
+        yield text[pos:], False
+
+
+def _merge(pieces: Iterator[tuple[str, bool]]) -> list[Segment]:
+    """Join neighbouring pieces of the same kind: fewer, larger segments."""
+    result: list[Segment] = []
+    buf: list[str] = []
+    current: bool | None = None
+    for piece, is_token in pieces:
+        if is_token is not current and buf:
+            result.append(Segment("".join(buf), bool(current)))
+            buf = []
+        current = is_token
+        buf.append(piece)
+    if buf:
+        result.append(Segment("".join(buf), bool(current)))
+    return result
+
+
+def segments(text: str, *, collapse_padding: bool = True) -> list[Segment]:
+    """Split ``text`` into plain and token segments, for styled rendering.
+
+    "\\n" and "\\t" are kept as they are so multi-line values stay readable.
+    """
+    return _merge(_walk(text, collapse_padding, False, None))
+
+
+def sanitize(text: str, *, collapse_padding: bool = True) -> str:
+    """``text`` with every hidden or dangerous character shown as a token."""
+    return "".join(piece for piece, _ in _walk(text, collapse_padding, False, None))
+
+
+def scan(text: str) -> Findings:
+    """Count what :func:`sanitize` (with padding collapsed) would make visible."""
+    counts = _Counts()
+    for _ in _walk(text, True, False, counts):
+        pass
+    controls, bidi, invisible = counts.kinds
+    return Findings(controls, bidi, invisible, counts.padding_runs)
+
+
+def one_line_segments(text: str, limit: int | None = None) -> list[Segment]:
+    """Like :func:`one_line`, as segments; the cut marker is a token segment.
+
+    A cut never splits a token: a token that does not fit is left out whole
+    and counted in the marker.
+    """
+    if limit is not None and limit < 0:
+        raise ValueError(f"limit must be zero or positive, not {limit}")
+    segs = _merge(_walk(text, True, True, None))
+    if limit is None:
+        return segs
+    total = sum(len(s.text) for s in segs)
+    if total <= limit:
+        return segs
+    kept: list[Segment] = []
+    room = limit
+    for seg in segs:
+        size = len(seg.text)
+        if size <= room:
+            kept.append(seg)
+            room -= size
+            continue
+        if not seg.token and room > 0:
+            kept.append(Segment(seg.text[:room], False))
+            room = 0
+        break
+    shown = limit - room
+    kept.append(Segment(f"…(+{total - shown} chars)", True))
+    return kept
+
+
+def one_line(text: str, limit: int | None = None) -> str:
+    """Sanitise for a single line (names, titles): "\\n" and "\\t" become tokens too.
+
+    With ``limit``, at most ``limit`` characters of the sanitised text are kept
+    and "…(+N chars)" is appended, N counting the sanitised characters left
+    out, so a cut is never silent.
+    """
+    return "".join(seg.text for seg in one_line_segments(text, limit))

@@ -1,0 +1,133 @@
+"""A session: one conversation, its tools, its log, and the loop that drives it.
+
+The CLI builds a Session from settings and hands it a UI (event sinks and an approver); tests
+build one directly with a scripted provider. Nothing here knows about the terminal.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from agent_cli import __version__
+from agent_cli import events as ev
+from agent_cli.approval import Approver, Gate
+from agent_cli.config import Settings, home
+from agent_cli.errors import UsageError
+from agent_cli.loop import Limits, Loop, TurnResult
+from agent_cli.providers.base import Provider
+from agent_cli.session_log import SessionLog
+from agent_cli.tools.loader import LoadReport, load_tools
+from agent_cli.tools.registry import Registry
+
+Sink = Callable[[ev.AnyEvent], None]
+
+
+def make_provider(settings: Settings) -> Provider:
+    """The provider named in settings; SDKs are imported only by the one chosen."""
+    if settings.provider == "scripted":
+        if not settings.script:
+            raise UsageError(
+                "The scripted provider needs --script FILE (a JSON array of replies), e.g. "
+                "--script examples/demo_script.json."
+            )
+        from agent_cli.providers.scripted import ScriptedProvider
+
+        return ScriptedProvider.from_file(Path(settings.script), model=settings.model)
+    if settings.provider == "openai":
+        from agent_cli.providers.openai_compat import OpenAIProvider
+
+        return OpenAIProvider(settings.model, api_key=settings.api_key,
+                              base_url=settings.base_url, max_retries=settings.retries,
+                              retry_cap_s=settings.retry_cap_s)
+    from agent_cli.providers.anthropic import AnthropicProvider
+
+    return AnthropicProvider(settings.model, api_key=settings.api_key, base_url=settings.base_url,
+                             max_retries=settings.retries, retry_cap_s=settings.retry_cap_s)
+
+
+def default_log_path(settings: Settings) -> Path:
+    folder = Path(settings.log_dir).expanduser() if settings.log_dir else home() / "sessions"
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    return folder / f"{stamp}-{secrets.token_hex(3)}.jsonl"
+
+
+def limits_of(settings: Settings) -> Limits:
+    return Limits(max_turns=settings.max_turns, max_tokens=settings.max_tokens,
+                  tool_timeout_s=settings.tool_timeout_s, output_cap=settings.output_cap,
+                  repeat_failures=settings.repeat_failures,
+                  max_read_bytes=settings.max_read_bytes)
+
+
+def load_registry(settings: Settings, tools_dirs: Iterable[Path] = ()) -> tuple[Registry,
+                                                                                 LoadReport]:
+    folders = [Path(d).expanduser() for d in settings.tools_dirs] + list(tools_dirs)
+    return load_tools(folders)
+
+
+def make_redactor(settings: Settings) -> Any:
+    from agent_cli.redact import Redactor
+
+    return Redactor.from_config(list(settings.redact_patterns))
+
+
+class Session:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        workspace: Path,
+        provider: Provider,
+        registry: Registry,
+        approver: Approver,
+        sinks: Iterable[Sink] = (),
+        log_path: Path | None = None,
+        history: list[dict[str, Any]] | None = None,
+        continues: str | None = None,
+        load_report: LoadReport | None = None,
+    ) -> None:
+        self.settings = settings
+        self.workspace = workspace.resolve()
+        self.provider = provider
+        self.registry = registry
+        self.history: list[dict[str, Any]] = history if history is not None else []
+        self.log_path = log_path or default_log_path(settings)
+        self.log = SessionLog(self.log_path, redactor=make_redactor(settings))
+        self.sinks: list[Sink] = [self.log, *sinks]
+        self.gate = Gate(approver, settings.deny)
+        self.loop = Loop(provider, registry, self.gate, self.emit, workspace=self.workspace,
+                         limits=limits_of(settings), system=settings.system_prompt)
+        self.continues = continues
+        self.load_report = load_report or LoadReport()
+        self._closed = False
+
+    def emit(self, event: ev.AnyEvent) -> None:
+        for sink in self.sinks:
+            sink(event)
+
+    def start(self) -> None:
+        tools = [ev.ToolInfo(name=t.name, effect=t.effect, source=t.source,
+                             schema_hash=t.schema_hash()) for t in self.registry]
+        self.emit(ev.SessionStart(version=__version__, model=self.provider.model,
+                                  provider=self.provider.name, workspace=str(self.workspace),
+                                  tools=tools, continues=self.continues,
+                                  system=self.settings.system_prompt))
+        for problem in self.load_report.errors:
+            self.emit(ev.Notice(message=problem, kind="plugin_error"))
+
+    def send(self, text: str) -> TurnResult:
+        return self.loop.run_turn(self.history, text)
+
+    def clear(self) -> None:
+        self.history.clear()
+        self.emit(ev.Notice(message="conversation cleared", kind="clear"))
+
+    def close(self, reason: str = "exit") -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self.emit(ev.SessionEnd(reason=reason))
+        self.log.close()

@@ -1,0 +1,95 @@
+"""The tool contract. A plugin file defines `TOOL = Tool(...)` (or `TOOLS = [...]`).
+
+The arguments model is the one source of truth: it yields the JSON schema sent to the model and
+validates every call (strict, unknown fields rejected).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+Effect = Literal["read", "write"]
+NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+
+
+@dataclass
+class ToolContext:
+    """What a running tool may use. `cancel` is set on Ctrl-C or timeout: long tools poll it."""
+
+    workspace: Path
+    timeout_s: float
+    output_cap: int
+    cancel: threading.Event = field(default_factory=threading.Event)
+    max_read_bytes: int = 2_000_000
+    snapshot: Any = None
+    """What `Tool.snapshot` captured when the panel was built; the write compares against it."""
+
+
+@dataclass
+class ToolOutput:
+    content: str
+    is_error: bool = False
+
+
+RunFn = Callable[[Any, ToolContext], "str | ToolOutput"]
+PreviewFn = Callable[[Any, ToolContext], "str | None"]
+# verify returns None when the effect is confirmed, or a sentence saying what is wrong.
+VerifyFn = Callable[[Any, ToolContext, Any], "str | None"]
+# snapshot captures what the preview was computed from (e.g. a file's hash) so the write can refuse
+# when it changed between the panel and the write.
+SnapshotFn = Callable[[Any, ToolContext], Any]
+
+
+@dataclass
+class Tool:
+    name: str
+    description: str
+    args: type[BaseModel]
+    run: RunFn
+    effect: Effect = "write"
+    preview: PreviewFn | None = None
+    verify: VerifyFn | None = None
+    snapshot: SnapshotFn | None = None
+    timeout_s: float | None = None
+    source: str = ""
+    """File (or server) the tool came from; filled by the loader."""
+    input_schema: dict[str, Any] | None = None
+    """Set only for tools whose schema is not a pydantic model (MCP); otherwise derived."""
+    validate_raw: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    """Validator for tools without a pydantic model (MCP); raises ValueError with reasons."""
+    extra_panel: dict[str, str] = field(default_factory=dict)
+    """Extra lines for the approval panel (e.g. an MCP server's claims)."""
+
+    def schema(self) -> dict[str, Any]:
+        if self.input_schema is not None:
+            return self.input_schema
+        return self.args.model_json_schema()
+
+    def spec(self) -> dict[str, Any]:
+        """The tool definition in the Messages API shape."""
+        return {"name": self.name, "description": self.description, "input_schema": self.schema()}
+
+    def schema_hash(self) -> str:
+        """Hash of name, description and schema: replay compares it to see drift."""
+        return sha256_json(self.spec())[:16]
+
+
+def canonical_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def sha256_json(value: Any) -> str:
+    return hashlib.sha256(canonical_json(value).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class EmptyArgs(BaseModel):
+    """For tools that take no arguments."""

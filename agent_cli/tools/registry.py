@@ -1,0 +1,127 @@
+"""The registry: the tools offered to the model, and the one place model output meets them.
+
+Model text is data: a tool is found by exact dictionary lookup of its name, and its input is
+validated by the tool's pydantic model in strict JSON mode with unknown fields rejected.
+"""
+
+from __future__ import annotations
+
+import json
+import types
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from agent_cli.tools.base import Tool, canonical_json, sha256_json
+
+
+@dataclass(frozen=True)
+class ValidCall:
+    """A validated call. `args_json` is the canonical form that is shown, hashed and run."""
+
+    id: str
+    tool: Tool
+    args: BaseModel | None
+    args_json: str
+    args_hash: str
+
+    def shown_args(self) -> dict[str, Any]:
+        value: dict[str, Any] = json.loads(self.args_json)
+        return value
+
+
+class CallRejected(Exception):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _forbid_extra(model: type[BaseModel]) -> type[BaseModel]:
+    """Unknown fields (say `"approved": true`) must fail validation, whatever the author wrote."""
+    if model.model_config.get("extra") == "forbid":
+        return model
+    ns = {"model_config": {**model.model_config, "extra": "forbid"}, "__module__": model.__module__}
+    return types.new_class(model.__name__, (model,), {}, lambda n: n.update(ns))
+
+
+def format_validation_error(name: str, err: ValidationError) -> str:
+    lines = [f"Invalid arguments for {name}:"]
+    for e in err.errors(include_url=False):
+        loc = ".".join(str(p) for p in e["loc"]) or "(input)"
+        msg = e["msg"]
+        if e["type"] == "extra_forbidden":
+            msg = "unknown field (not in the tool's schema)"
+        elif e["type"] == "missing":
+            msg = "required field is missing"
+        got = e.get("input")
+        if e["type"] not in ("missing",) and not isinstance(got, dict):
+            shown = json.dumps(got, ensure_ascii=False)
+            if len(shown) > 80:
+                shown = shown[:77] + "..."
+            msg += f" (got {shown})"
+        lines.append(f"- {loc}: {msg}")
+    return "\n".join(lines)
+
+
+class Registry:
+    def __init__(self, tools: Iterable[Tool] = ()) -> None:
+        self._tools: dict[str, Tool] = {}
+        for t in tools:
+            self.add(t)
+
+    def add(self, tool: Tool) -> None:
+        if tool.name in self._tools:
+            other = self._tools[tool.name].source or "another plugin"
+            raise ValueError(
+                f"Two tools are named {tool.name!r}: {tool.source or '?'} and {other}. "
+                "Rename one of them."
+            )
+        if tool.input_schema is None:
+            tool.args = _forbid_extra(tool.args)
+        self._tools[tool.name] = tool
+
+    def remove(self, name: str) -> None:
+        self._tools.pop(name, None)
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name) if isinstance(name, str) else None
+
+    def names(self) -> list[str]:
+        return sorted(self._tools)
+
+    def __iter__(self) -> Any:
+        return iter(sorted(self._tools.values(), key=lambda t: t.name))
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def specs(self) -> list[dict[str, Any]]:
+        return [t.spec() for t in self]
+
+    def validate(self, call_id: str, name: Any, raw_input: Any) -> ValidCall:
+        """Turn a proposal into a frozen call, or raise CallRejected with the reason for the model."""
+        tool = self.get(name) if isinstance(name, str) else None
+        if tool is None:
+            available = ", ".join(self.names()) or "(none)"
+            shown = json.dumps(name, ensure_ascii=True)
+            raise CallRejected(f"Unknown tool {shown}. Available tools: {available}.")
+        if not isinstance(raw_input, dict):
+            raise CallRejected(
+                f"Invalid arguments for {tool.name}: the input must be a JSON object, "
+                f"got {type(raw_input).__name__}."
+            )
+        if tool.validate_raw is not None:
+            try:
+                data = tool.validate_raw(raw_input)
+            except ValueError as e:
+                raise CallRejected(f"Invalid arguments for {tool.name}:\n{e}") from None
+            args_json = canonical_json(data)
+            return ValidCall(call_id, tool, None, args_json, sha256_json(data))
+        try:
+            args = tool.args.model_validate_json(json.dumps(raw_input), strict=True)
+        except ValidationError as e:
+            raise CallRejected(format_validation_error(tool.name, e)) from None
+        shown = args.model_dump(mode="json")
+        return ValidCall(call_id, tool, args, canonical_json(shown), sha256_json(shown))

@@ -1,0 +1,142 @@
+"""The approval panel and the terminal approver.
+
+The panel shows the tool, its effect class, every argument in full and the preview, all through
+the one sanitiser. Only `y`/`yes` approves; Enter, anything else, EOF and Ctrl-C deny.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from rich.console import Console, Group, RenderableType
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from agent_cli.approval import ApprovalRequest, Approved, Decision, Denied, parse_answer
+from agent_cli.safe_text import scan
+from agent_cli.ui.safe_rich import safe
+
+InputFn = Callable[[str], str]
+
+
+def _value_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, indent=2)
+
+
+def _diff_text(preview: str) -> Text:
+    out = Text()
+    for line in preview.splitlines(keepends=True):
+        style = ""
+        if line.startswith("+") and not line.startswith("+++"):
+            style = "green"
+        elif line.startswith("-") and not line.startswith("---"):
+            style = "red"
+        elif line.startswith("@@"):
+            style = "cyan"
+        elif line.startswith(("CREATE", "OVERWRITE", "EDIT")):
+            style = "bold"
+        out.append_text(safe(line, style))
+    return out
+
+
+def hidden_summary(request: ApprovalRequest) -> str | None:
+    """Say when any shown value holds characters that were turned into tokens."""
+    texts = [_value_text(v) for v in request.args.values()] + [str(k) for k in request.args]
+    if request.preview:
+        texts.append(request.preview)
+    notes: list[str] = []
+    for t in texts:
+        f = scan(t)
+        if f.any:
+            notes.append(f.summary())
+    if not notes:
+        return None
+    return "Hidden or control characters are shown as highlighted tokens: " + "; ".join(notes)
+
+
+def approval_panel(request: ApprovalRequest) -> Panel:
+    table = Table.grid(padding=(0, 1))
+    table.add_column(style="bold cyan", no_wrap=True)
+    table.add_column(overflow="fold")
+    table.add_row("tool", safe(request.name, "bold"))
+    table.add_row("effect", Text(request.effect, style="bold red" if request.effect != "read"
+                                 else "green"))
+    if request.source:
+        table.add_row("from", safe(request.source, "dim"))
+    for key, value in request.extra.items():
+        table.add_row(safe(key), safe(value, "italic"))
+    if not request.args:
+        table.add_row("arguments", Text("(none)", style="dim"))
+    for key, value in request.args.items():
+        table.add_row(safe(str(key)), safe(_value_text(value)))
+    parts: list[RenderableType] = [table]
+    if request.preview:
+        parts.append(Text("preview", style="bold cyan"))
+        parts.append(_diff_text(request.preview))
+    warning = hidden_summary(request)
+    if warning:
+        parts.append(Text("⚠ " + warning, style="bold yellow"))
+    return Panel(Group(*parts), title=Text(f"Approve call {request.call_id}", style="bold"),
+                 title_align="left", border_style="yellow", expand=True)
+
+
+def discard_typeahead() -> None:
+    """Keys typed while the model was streaming must not answer the panel."""
+    try:
+        import termios
+
+        if sys.stdin.isatty():
+            termios.tcflush(sys.stdin.fileno(), termios.TCIFLUSH)
+    except (ImportError, OSError, ValueError):
+        pass
+
+
+def default_input() -> InputFn:
+    if sys.stdin.isatty() and os.environ.get("TERM") != "dumb":
+        from prompt_toolkit import PromptSession
+
+        session: PromptSession[str] = PromptSession()
+        return lambda msg: session.prompt(msg)
+    return input
+
+
+class TerminalApprover:
+    """Shows the panel and asks `Run this? [y/N]` for each write call."""
+
+    def __init__(self, console: Console, input_fn: InputFn | None = None,
+                 flush_typeahead: bool = True) -> None:
+        self.console = console
+        self._input = input_fn
+        self.flush_typeahead = flush_typeahead
+
+    def _ask(self, message: str) -> str:
+        if self._input is None:
+            self._input = default_input()
+        return self._input(message)
+
+    def decide(self, request: ApprovalRequest) -> Decision:
+        self.console.print(approval_panel(request))
+        if self.flush_typeahead:
+            discard_typeahead()
+        try:
+            answer = self._ask("Run this? [y/N] ")
+        except (EOFError, KeyboardInterrupt):
+            self.console.print(Text("Denied (no answer).", style="red"))
+            return Denied(request.call_id, None)
+        ok, reason = parse_answer(answer)
+        if ok:
+            return Approved(request.call_id, request.args_hash)
+        if reason is None and answer.strip().lower() in ("n", "no"):
+            try:
+                reason = self._ask("Reason (optional): ").strip() or None
+            except (EOFError, KeyboardInterrupt):
+                reason = None
+        self.console.print(Text("Denied.", style="red"))
+        return Denied(request.call_id, reason)

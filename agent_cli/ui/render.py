@@ -1,0 +1,82 @@
+"""Renders loop events to a Rich console. A sink: `Renderer(console)(event)`.
+
+Every model- or tool-supplied string passes through the sanitiser. Streamed text is appended as it
+arrives (constant work per delta, no re-rendering of the whole answer).
+"""
+
+from __future__ import annotations
+
+import json
+
+from rich.console import Console
+from rich.text import Text
+
+from agent_cli import events as ev
+from agent_cli.ui.safe_rich import safe
+
+RESULT_PREVIEW_LINES = 6
+
+
+def brief_args(value: object, limit: int = 120) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= limit else text[: limit - 1] + f"… (+{len(text) - limit + 1} chars)"
+
+
+class Renderer:
+    def __init__(self, console: Console, *, show_results: bool = True) -> None:
+        self.console = console
+        self.show_results = show_results
+        self._streaming = False
+        self._proposed: dict[str, object] = {}
+
+    def _end_stream(self) -> None:
+        if self._streaming:
+            self.console.print()
+            self._streaming = False
+
+    def __call__(self, event: ev.AnyEvent) -> None:
+        c = self.console
+        match event:
+            case ev.TextDelta():
+                self._streaming = True
+                c.print(safe(event.text, collapse_padding=False), end="")
+            case ev.ModelReply():
+                self._end_stream()
+            case ev.ToolProposed():
+                self._proposed[event.id] = event.input
+            case ev.ToolInvalid():
+                c.print(Text("✗ ", style="red") + safe(f"{event.name}: {event.reason}", "red"))
+            case ev.Approval() if event.decision == "denied" and event.by != "user":
+                c.print(Text("✗ ", style="red") + safe(f"{event.name}: {event.reason}", "red"))
+            case ev.ToolStarted():
+                args = self._proposed.get(event.id, {})
+                c.print(Text("→ ", style="cyan") + safe(event.name, "bold")
+                        + safe(" " + brief_args(args), "dim"))
+            case ev.ToolResultEvent():
+                self._proposed.pop(event.id, None)
+                if self.show_results:
+                    self._result(event)
+            case ev.Notice():
+                c.print(safe(event.message, "yellow"))
+            case ev.ErrorEvent():
+                self._end_stream()
+                c.print(safe(event.message, "bold red"))
+            case ev.Interrupt():
+                self._end_stream()
+                c.print(Text(f"Interrupted ({event.during}).", style="yellow"))
+            case ev.TurnEnd():
+                self._end_stream()
+                if event.message and event.reason != "error":
+                    c.print(safe(event.message, "yellow"))
+            case _:
+                pass
+
+    def _result(self, event: ev.ToolResultEvent) -> None:
+        lines = event.content.splitlines() or [""]
+        head = "\n".join(lines[:RESULT_PREVIEW_LINES])
+        mark = Text("  ✗ ", style="red") if event.is_error else Text("  ✓ ", style="green")
+        body = safe(head, "red" if event.is_error else "dim")
+        self.console.print(mark + body)
+        if len(lines) > RESULT_PREVIEW_LINES:
+            self.console.print(Text(f"    (+{len(lines) - RESULT_PREVIEW_LINES} more lines, "
+                                    f"{event.duration:.2f} s)", style="dim"))
