@@ -7,13 +7,14 @@ decision for another id or another hash is treated as a denial. There is no appr
 from __future__ import annotations
 
 import fnmatch
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-DecidedBy = Literal["user", "rule", "policy"]
+DecidedBy = Literal["user", "rule", "policy", "recording"]
 
 
 @dataclass(frozen=True)
@@ -63,10 +64,14 @@ def parse_answer(text: str | None) -> tuple[bool, str | None]:
     answer = text.strip()
     if answer.lower() in APPROVE_WORDS:
         return True, None
-    head, _, rest = answer.partition(" ")
-    if head.lower() in ("n", "no") and rest.strip():
-        return False, rest.strip()
+    m = _DENY_WITH_REASON.match(answer)
+    if m:
+        return False, m.group(1).strip()
     return False, None
+
+
+# `n use ./tmp`, `no, use ./tmp`, `n: too big`: a denial word, a separator, then the reason.
+_DENY_WITH_REASON = re.compile(r"(?is)(?:n|no)(?:\s+|\s*[,.:;!]+\s*)(\S.*)")
 
 
 class NonInteractiveApprover:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import json
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -108,7 +109,7 @@ _COMMON_OPTIONS: dict[str, Any] = {
 
 def with_common(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Give a command the common options; it receives them as one `common: Common` argument."""
-    sig = inspect.signature(fn)
+    sig = inspect.signature(fn, eval_str=True)
     own = [p for p in sig.parameters.values() if p.name != "common"]
     extra = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None,
                                annotation=ann) for name, ann in _COMMON_OPTIONS.items()]
@@ -169,9 +170,14 @@ def build_session(
     workspace = common.workspace_dir()
     provider = make_provider(settings)
     registry, report = load_registry(settings, common.tools_dir)
-    return Session(settings, workspace=workspace, provider=provider, registry=registry,
-                   approver=approver, sinks=sinks, log_path=log_path or common.log,
-                   history=history, continues=continues, load_report=report)
+    session = Session(settings, workspace=workspace, provider=provider, registry=registry,
+                      approver=approver, sinks=sinks, log_path=log_path or common.log,
+                      history=history, continues=continues, load_report=report)
+    if settings.mcp.get("servers"):
+        from agent_cli.tools.mcp_bridge import attach
+
+        attach(session)  # servers start in the background; their tools join when ready
+    return session
 
 
 def _interactive() -> bool:
@@ -197,7 +203,7 @@ def chat(
     from agent_cli.ui.repl import make_prompt, run_repl
 
     console = Console(highlight=False)
-    history, continues = _resumed_history(common, resume, continue_)
+    history, continues, notes = _resumed_history(common, resume, continue_)
     approver: Approver
     if _interactive():
         approver = TerminalApprover(console)
@@ -216,21 +222,28 @@ def chat(
                 raise EOFError
             return line.rstrip("\n")
     session.start()
+    for note in notes:
+        from agent_cli.events import Notice
+
+        session.emit(Notice(message=note, kind="resume"))
     try:
         run_repl(session, console, read)
     finally:
         session.close()
 
 
-def _resumed_history(common: Common, resume: Path | None,
-                     continue_: bool) -> tuple[list[dict[str, Any]] | None, str | None]:
+def _resumed_history(common: Common, resume: Path | None, continue_: bool
+                     ) -> tuple[list[dict[str, Any]] | None, str | None, list[str]]:
     if resume is None and not continue_:
-        return None, None
+        return None, None, []
+    if resume is not None and continue_:
+        raise fail("Use --resume LOG or --continue, not both.", EXIT_USAGE)
     from agent_cli import replay
 
     path = resume if resume is not None else replay.latest_log_for(
         common.settings(), common.workspace_dir())
-    return replay.history_from_log(path), str(path)
+    history, notes = replay.resume_notes(path)
+    return history, str(path.resolve()), notes
 
 
 @app.command()
@@ -285,8 +298,10 @@ def _print_line(line: str) -> None:
 @with_common
 @guarded
 def tools(common: Common) -> None:
-    """List the tools: name, effect class, source file, schema hash and full description."""
+    """List the tools: name, effect class, source file, schema hash, arguments and full
+    description (what the model is told). Exits 1 if a plugin failed to load."""
     from rich.console import Console
+    from rich.padding import Padding
     from rich.text import Text
 
     from agent_cli.session import load_registry
@@ -297,16 +312,41 @@ def tools(common: Common) -> None:
     for tool in registry:
         console.print(Text.assemble(safe(tool.name, "bold"), "  ",
                                     (tool.effect, "green" if tool.effect == "read" else "red"),
-                                    "  ", (tool.schema_hash(), "dim")))
+                                    ("  schema ", "dim"), (tool.schema_hash(), "dim")))
         console.print(Text("  source: ", style="dim") + safe(tool.source, "dim"))
-        console.print(Text("  ") + safe(tool.description))
-        props = tool.schema().get("properties", {})
-        args = ", ".join(f"{k}: {v.get('type', '?')}" for k, v in props.items())
-        console.print(Text("  args: ", style="dim") + safe(args or "(none)"))
+        console.print(Text("  args: ", style="dim") + safe(_args_summary(tool.schema())))
+        console.print(Padding(safe(tool.description), (0, 0, 0, 2)))
     for problem in report.errors:
         console.print(Text("plugin error: ", style="bold red") + safe(problem))
     if report.errors:
         raise typer.Exit(EXIT_ERROR)
+
+
+def _schema_type(prop: dict[str, Any]) -> str:
+    if "anyOf" in prop:
+        return " | ".join(_schema_type(p) for p in prop["anyOf"])
+    kind = str(prop.get("type", "?"))
+    if kind == "array" and isinstance(prop.get("items"), dict):
+        return f"{kind}[{_schema_type(prop['items'])}]"
+    return kind
+
+
+def _args_summary(schema: dict[str, Any]) -> str:
+    """`name: type` for each argument; optional ones show their default."""
+    required = set(schema.get("required", []))
+    parts = []
+    for name, prop in schema.get("properties", {}).items():
+        text = f"{name}: {_schema_type(prop)}"
+        if name not in required and "default" in prop:
+            text += f" = {json.dumps(prop['default'])}"
+        parts.append(text)
+    return ", ".join(parts) or "(none)"
+
+
+from agent_cli.commands import log_cmd, replay_cmd  # noqa: E402 (after the core commands)
+
+log_cmd.register(app)
+replay_cmd.register(app)
 
 
 def main() -> None:

@@ -75,7 +75,8 @@ class Settings(BaseModel):
     redact_patterns: list[str] = []
     """Extra regular expressions redacted from the log as [REDACTED:custom]."""
     deny: list[DenyRule] = []
-    """Calls refused before any panel: [[deny]] tool = "run_command", args = {command = "*rm -rf*"}."""
+    """Calls refused before any panel, e.g. [[deny]] tool = "run_command",
+    args = {command = "*rm -rf*"}."""
     prices: dict[str, dict[str, float]] = {}
     """USD per million tokens by model: {"input": 3.0, "output": 15.0}."""
     mcp: dict[str, dict[str, MCPServer]] = {}
@@ -115,27 +116,57 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"Config file {path} is not valid TOML: {e}.") from None
 
 
+ACCUMULATE = ("deny",)
+"""List settings that add up across layers instead of replacing: a --config file must not drop
+the deny rules of the user's own file."""
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any], origin: str,
+           origins: dict[str, str]) -> None:
+    """Layer `over` onto `base`: tables merge key by key, lists in ACCUMULATE are joined, anything
+    else is replaced. `origins` remembers which layer set each top-level key, for error messages."""
+    for key, value in over.items():
+        old = base.get(key)
+        if isinstance(old, dict) and isinstance(value, dict):
+            merged = dict(old)
+            _merge(merged, value, origin, {})
+            base[key] = merged
+        elif key in ACCUMULATE and isinstance(old, list) and isinstance(value, list):
+            base[key] = [*old, *value]
+        else:
+            base[key] = value
+        origins[key] = origin
+
+
+def _explain(err: Any) -> str:
+    if err["type"] == "extra_forbidden":
+        return "unknown setting (check the spelling)"
+    return str(err["msg"])
+
+
 def load_settings(config_file: Path | None = None, flags: dict[str, Any] | None = None) -> Settings:
+    """Layers, later wins: defaults < AGENT_CLI_HOME/config.toml < --config FILE < environment <
+    flags. A flag whose value is None was not given and leaves the layers below alone."""
     merged: dict[str, Any] = {}
+    origins: dict[str, str] = {}
     user_file = home() / "config.toml"
-    sources: list[str] = []
     if user_file.is_file():
-        merged.update(_read_toml(user_file))
-        sources.append(str(user_file))
+        _merge(merged, _read_toml(user_file), str(user_file), origins)
     if config_file is not None:
-        merged.update(_read_toml(config_file))
-        sources.append(str(config_file))
+        _merge(merged, _read_toml(config_file), str(config_file), origins)
     for var, key in ENV_MAP.items():
         if os.environ.get(var):
-            merged[key] = os.environ[var]
-            sources.append(var)
-    merged.update({k: v for k, v in (flags or {}).items() if v is not None})
+            _merge(merged, {key: os.environ[var]}, f"environment variable {var}", origins)
+    given = {k: v for k, v in (flags or {}).items() if v is not None}
+    _merge(merged, given, "command line", origins)
     try:
         return Settings.model_validate(merged)
     except ValidationError as e:
-        lines = [f"Bad setting (from {', '.join(sources) or 'flags'}):"]
+        lines = []
         for err in e.errors(include_url=False):
             loc = ".".join(str(p) for p in err["loc"])
-            lines.append(f"  {loc}: {err['msg']}")
+            top = str(err["loc"][0]) if err["loc"] else ""
+            where = origins.get(top, "defaults")
+            lines.append(f"Bad setting {loc} (from {where}): {_explain(err)}.")
         lines.append("See config.example.toml for every setting and its default.")
         raise ConfigError("\n".join(lines)) from None

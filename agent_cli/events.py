@@ -71,7 +71,8 @@ class ToolInvalid(EventBase):
 
 
 Decision = Literal["approved", "denied"]
-DecidedBy = Literal["user", "rule", "policy"]
+DecidedBy = Literal["user", "rule", "policy", "recording"]
+"""`recording`: a rerun reused the user's approval of the byte-identical call in the recording."""
 
 
 class Approval(EventBase):
@@ -85,6 +86,8 @@ class Approval(EventBase):
     reason: str | None = None
     args: dict[str, Any] | None = None
     """The exact arguments that were shown (and that run when approved)."""
+    preview: str | None = None
+    """The preview shown in the panel (e.g. a diff), so replay can show the panel as it was."""
 
 
 class ToolStarted(EventBase):

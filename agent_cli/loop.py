@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ from agent_cli.tools.registry import CallRejected, Registry, ValidCall
 Emit = Callable[[ev.AnyEvent], None]
 
 INTERRUPT_GRACE_S = 5.0
+TIMEOUT_GRACE_S = 2.0
 
 
 @dataclass
@@ -61,6 +62,14 @@ def cap_output(text: str, cap: int) -> tuple[str, bool]:
     cut = len(text) - head - tail
     note = f"\n\n[... {cut} characters cut from the middle of this output (cap {cap}) ...]\n\n"
     return text[:head] + note + text[-tail:], True
+
+
+@dataclass
+class _Turn:
+    """What one user turn has gathered so far (kept outside `_turn` so an interrupt sees it)."""
+
+    text: str = ""
+    usage: dict[str, int] = field(default_factory=dict)
 
 
 class _Interrupted(Exception):
@@ -96,34 +105,52 @@ class Loop:
     def run_turn(self, history: list[dict[str, Any]], text: str) -> TurnResult:
         self.emit(ev.UserMessage(text=text))
         add_user_text(history, text)
-        turn_usage: dict[str, int] = {}
+        turn = _Turn()
+        try:
+            return self._turn(history, turn)
+        except KeyboardInterrupt:
+            # Ctrl-C between the steps the loop watches (say while an event was being written):
+            # whatever the last reply asked for is answered, so the history stays valid.
+            self._answer_pending(history)
+            self.emit(ev.Interrupt(during="turn"))
+            return self._end("interrupted", turn.text, turn.usage,
+                             "Interrupted; calls that had not run yet were not run.")
+
+    def _turn(self, history: list[dict[str, Any]], turn: _Turn) -> TurnResult:
         failures = _FailureTracker(self.limits.repeat_failures)
-        last_text = ""
         for _request in range(self.limits.max_turns):
             try:
                 reply = self._ask_model(history)
             except KeyboardInterrupt:
                 self.emit(ev.Interrupt(during="model"))
-                return self._end("interrupted", last_text, turn_usage,
+                return self._end("interrupted", turn.text, turn.usage,
                                  "Interrupted while the model was replying; nothing was run.")
             except ProviderError as e:
                 self.emit(ev.ErrorEvent(message=str(e), kind=e.kind))
-                return self._end("error", last_text, turn_usage, str(e))
-            _add_usage(turn_usage, reply.usage)
+                return self._end("error", turn.text, turn.usage, str(e))
+            except Exception as e:  # a provider bug must not take the session and history down
+                msg = (f"The model request failed unexpectedly ({type(e).__name__}: {e}); "
+                       "nothing from it was run. Send your message again.")
+                self.emit(ev.ErrorEvent(message=msg, kind="internal"))
+                return self._end("error", turn.text, turn.usage, msg)
+            _fix_ids(reply.content)
+            _add_usage(turn.usage, reply.usage)
             _add_usage(self.usage, reply.usage)
             self.emit(ev.ModelReply(content=reply.content, stop_reason=reply.stop_reason,
                                     usage=reply.usage, model=reply.model))
-            history.append({"role": "assistant", "content": reply.content})
-            last_text = reply.text() or last_text
+            if reply.content:
+                # The API refuses an empty assistant message anywhere but at the very end.
+                history.append({"role": "assistant", "content": reply.content})
+            turn.text = reply.text() or turn.text
             uses = reply.tool_uses()
             if not uses:
-                return self._end(reply.stop_reason or "end_turn", last_text, turn_usage)
+                return self._end(reply.stop_reason or "end_turn", turn.text, turn.usage)
             if reply.stop_reason == "max_tokens":
                 results = [self._not_run(u, i, "not run: the reply was cut off at the max_tokens "
                                          "limit while this call was being written, so its input "
                                          "may be incomplete") for i, u in enumerate(uses)]
                 history.append({"role": "user", "content": results})
-                return self._end("max_tokens", last_text, turn_usage,
+                return self._end("max_tokens", turn.text, turn.usage,
                                  "The model hit its output limit (max_tokens) in the middle of a "
                                  "tool call; that call was not run. Ask it to continue in "
                                  "smaller steps.")
@@ -131,16 +158,28 @@ class Loop:
             history.append({"role": "user", "content": results})
             if interrupted:
                 self.emit(ev.Interrupt(during="tool"))
-                return self._end("interrupted", last_text, turn_usage,
+                return self._end("interrupted", turn.text, turn.usage,
                                  "Interrupted; the remaining calls were not run.")
             if failures.tripped is not None:
-                return self._end("repeated_failure", last_text, turn_usage,
+                return self._end("repeated_failure", turn.text, turn.usage,
                                  f"Stopped: {failures.tripped} failed "
                                  f"{self.limits.repeat_failures} times in a row with the same "
                                  "input. Say how to proceed.")
-        return self._end("max_turns", last_text, turn_usage,
+        return self._end("max_turns", turn.text, turn.usage,
                          f"Stopped after {self.limits.max_turns} model requests in this turn "
                          "(--max-turns). Send a message to let it continue.")
+
+    def _answer_pending(self, history: list[dict[str, Any]]) -> None:
+        """If the last message is an assistant reply with tool calls, answer each one."""
+        if not history or history[-1].get("role") != "assistant":
+            return
+        content = history[-1].get("content")
+        uses = [b for b in content if isinstance(b, dict) and b.get("type") == "tool_use"] \
+            if isinstance(content, list) else []
+        if uses:
+            history.append({"role": "user", "content": [
+                self._not_run(u, i, "not run: the user interrupted the turn")
+                for i, u in enumerate(uses)]})
 
     def _end(self, reason: str, text: str, usage: dict[str, int],
              message: str | None = None) -> TurnResult:
@@ -200,12 +239,13 @@ class Loop:
             return self._result(call_id, str(name), e.reason, True, 0.0)
         ctx = self._context(call)
         preview = self._preview(call, ctx)
-        shown = call.shown_args()
+        # The approver and the log each get their own copy of the shown arguments: nothing an
+        # approver does to its dict can change what is logged, and neither changes what runs.
         request = ApprovalRequest(
             call_id=call_id,
             name=call.tool.name,
             effect=call.tool.effect,
-            args=shown,
+            args=call.shown_args(),
             args_hash=call.args_hash,
             preview=preview,
             description=call.tool.description,
@@ -217,12 +257,16 @@ class Loop:
         reason = None if isinstance(decision, Approved) else decision.reason
         self.emit(ev.Approval(id=call_id, name=call.tool.name, effect=call.tool.effect,
                               decision="approved" if approved else "denied", by=decision.by,
-                              args_hash=call.args_hash, reason=reason, args=shown))
+                              args_hash=call.args_hash, reason=reason,
+                              args=call.shown_args(),
+                              preview=preview))
         if not approved:
             if decision.by == "user":
                 msg = "The user denied this call."
                 if reason:
                     msg += f" Their reason: {reason}"
+            elif reason and reason.startswith("refused "):
+                msg = f"This call was {reason}."
             else:
                 msg = f"This call was refused: {reason}."
             return self._result(call_id, call.tool.name, msg, True, 0.0)
@@ -247,12 +291,18 @@ class Loop:
         return None
 
     def _execute(self, call: ValidCall, ctx: ToolContext) -> dict[str, Any]:
-        if call.args is not None and sha256_json(call.args.model_dump(mode="json")) != call.args_hash:
+        ran = call.args.model_dump(mode="json") if call.args is not None else None
+        if ran is not None and sha256_json(ran) != call.args_hash:
             msg = "refused: the arguments changed after they were shown"
             return self._result(call.id, call.tool.name, msg, True, 0.0)
         self.emit(ev.ToolStarted(id=call.id, name=call.tool.name))
         start = time.monotonic()
         box: dict[str, Any] = {}
+
+        # Completion is signalled by an Event, not Thread.join: on CPython 3.11 a join that was
+        # interrupted by Ctrl-C makes the next join return at once, so the grace period for the
+        # tool to stop would be skipped.
+        finished = threading.Event()
 
         def target() -> None:
             try:
@@ -260,20 +310,28 @@ class Loop:
                                            else call.shown_args(), ctx)
             except BaseException as e:
                 box["exc"] = e
+            finally:
+                finished.set()
 
         worker = threading.Thread(target=target, name=f"tool-{call.tool.name}", daemon=True)
         worker.start()
+        # A tool that enforces its own timeout (run_command) gets a moment to report it itself.
+        grace = min(TIMEOUT_GRACE_S, ctx.timeout_s)
         try:
-            worker.join(ctx.timeout_s + 2.0)
+            finished.wait(ctx.timeout_s + grace)
         except KeyboardInterrupt:
             ctx.cancel.set()
-            worker.join(INTERRUPT_GRACE_S)
+            finished.wait(INTERRUPT_GRACE_S)
             raise _Interrupted(time.monotonic() - start) from None
         duration = time.monotonic() - start
-        if worker.is_alive():
+        if not finished.is_set():
             ctx.cancel.set()
-            out = ToolOutput(f"timed out after {ctx.timeout_s:.0f} s; the tool was asked to stop",
+            out = ToolOutput(f"timed out after {ctx.timeout_s:g} s; the tool was asked to stop",
                              True)
+        elif isinstance(box.get("exc"), KeyboardInterrupt):
+            # Ctrl-C seen by the tool itself (e.g. a child process it waited on) ends the turn
+            # like a Ctrl-C seen here.
+            raise _Interrupted(duration)
         elif "exc" in box:
             exc = box["exc"]
             if isinstance(exc, ToolFailed | ValueError | OSError) or hasattr(exc, "exit_code"):
@@ -331,6 +389,19 @@ class _FailureTracker:
         self.last = sig
         if self.count >= self.limit:
             self.tripped = name
+
+
+def _fix_ids(content: list[dict[str, Any]]) -> None:
+    """Give a tool_use with a missing or repeated id a unique one, so that its result can be paired
+    with it in the history (the API never sends such ids; a hand-written script may)."""
+    seen: set[str] = set()
+    for i, block in enumerate(content):
+        if block.get("type") != "tool_use":
+            continue
+        value = block.get("id")
+        if not isinstance(value, str) or not value or value in seen:
+            block["id"] = f"toolu_fixed_{i}_{value if isinstance(value, str) else ''}"
+        seen.add(block["id"])
 
 
 def _use_id(use: dict[str, Any], index: int) -> str:

@@ -33,9 +33,10 @@ def _marker(kind: str) -> str:
     return f"[REDACTED:{kind}]"
 
 
-# A value that is already redacted, optionally after an auth scheme word
-# ("Bearer [REDACTED:bearer]"): left alone, which makes redaction idempotent.
-_ALREADY = re.compile(r"(?:[A-Za-z]+[ \t]+)?\[REDACTED:[A-Za-z0-9_-]+\]")
+# A value that starts as already redacted, optionally after the word Bearer
+# ("Bearer [REDACTED:jwt]' -X POST ..."): left alone, which makes
+# redaction idempotent and keeps the more precise kind of the shape rules.
+_ALREADY = re.compile(r"(?:(?i:bearer)[ \t]+)?\[REDACTED:[A-Za-z0-9_-]+\]")
 
 # --- token shapes -----------------------------------------------------------
 # Each entry: (kind, pattern, group to replace or 0 for the whole match).
@@ -47,10 +48,10 @@ _NOT_AFTER_WORD = f"(?<![{_TOKEN_CHARS}])"
 
 _PRIVATE_KEY_BODY = "[A-Za-z0-9+/=\\s:,.\\\\-]"
 _PRIVATE_KEY = re.compile(
-    "-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY-----"
+    "-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
     # The armoured body up to the END line; if there is no END line (a cut
     # log, a truncated output), everything that still looks like the body.
-    f"(?:{_PRIVATE_KEY_BODY}*?-----END[A-Z0-9 ]{{0,40}}PRIVATE KEY-----"
+    f"(?:{_PRIVATE_KEY_BODY}*?-----END[A-Z0-9 ]{{0,40}}PRIVATE KEY(?: BLOCK)?-----"
     f"|{_PRIVATE_KEY_BODY}*+)"
 )
 
@@ -83,7 +84,8 @@ _SHAPES: tuple[tuple[str, re.Pattern[str], int], ...] = (
         ),
         1,
     ),
-    ("aws", re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])"), 0),
+    # Not inside a longer upper-case run (a hash, an ID): that is not a key id.
+    ("aws", re.compile(r"(?<![A-Z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Z0-9])"), 0),
     (
         "jwt",
         re.compile(
@@ -117,7 +119,7 @@ _ENV = re.compile(
     (?<![{_NAME_CHARS}])
     (?P<nq>(?:\\?["'])?)                  # quoted name, also \"name\" inside JSON text
     (?=[{_NAME_CHARS}]*?(?i:{_MARKERS}))   # cheap filter: a marker somewhere in the name
-    (?P<name>[A-Za-z_][{_NAME_CHARS}]*+)
+    (?P<name>-*+[A-Za-z_][{_NAME_CHARS}]*+)   # leading dashes: --api-key=...
     (?P=nq)
     (?P<sep>[ \t]*+(?:=>|=(?!=)|:(?!:))[ \t]*+)   # "=" not "==", ":" not "::", "=>"
     (?P<value>
@@ -216,7 +218,7 @@ def _leave_value(value: str) -> bool:
     stripped = value.strip()
     return (
         not stripped
-        or _ALREADY.fullmatch(stripped) is not None
+        or _ALREADY.match(stripped) is not None
         or _NOT_A_SECRET.fullmatch(stripped) is not None
     )
 
@@ -309,8 +311,9 @@ class Redactor:
         """Redact JSON-like data: strings inside dicts, lists and tuples, at any depth.
 
         A string under a key that looks secret (see :func:`is_secret_name`) is
-        replaced whole, whatever its shape. Keys are redacted like any text.
-        Other types (numbers, booleans, None, objects) are returned as they are.
+        replaced whole, whatever its shape (keeping a more precise kind when a
+        shape rule recognises it). Keys are redacted like any text. Other types
+        (numbers, booleans, None, objects) are returned as they are.
         """
         if isinstance(obj, str):
             return self.text(obj)
@@ -318,8 +321,8 @@ class Redactor:
             out: dict[Any, Any] = {}
             for key, item in obj.items():
                 if isinstance(key, str):
-                    if isinstance(item, str) and is_secret_name(key) and not _leave_value(item):
-                        item = _marker(_secret_kind(key))
+                    if isinstance(item, str) and is_secret_name(key):
+                        item = self._secret_value(key, item)
                     key = self.text(key)
                 out[key] = self.value(item)
             return out
@@ -328,6 +331,14 @@ class Redactor:
         if isinstance(obj, tuple):
             return tuple(self.value(item) for item in obj)
         return obj
+
+    def _secret_value(self, key: str, item: str) -> str:
+        if _leave_value(item):
+            return item
+        shaped = self.text(item)
+        if _ALREADY.fullmatch(shaped):
+            return shaped
+        return _marker(_secret_kind(key))
 
 
 @cache

@@ -63,7 +63,8 @@ _HIDDEN_CLASS = (
 # Horizontal blank characters that make up padding.
 _BLANK_CLASS = " \\t\\xa0\\u1680\\u2000-\\u200a\\u202f\\u205f\\u3000"
 
-_PAD_MIN_RUN = 16  # a run of this many blanks inside a line is collapsed
+_PAD_MIN_RUN = 16  # a run of this many blanks after text in a line is collapsed
+_INDENT_MIN_RUN = 64  # leading indentation is code's structure: only absurd runs
 _BLANK_LINES_MIN = 4  # "more than 3" consecutive blank lines are collapsed
 
 # Branch order matters: at one position the first branch that matches wins.
@@ -71,29 +72,21 @@ _BLANK_LINES_MIN = 4  # "more than 3" consecutive blank lines are collapsed
 # following blank lines (a "\r" in a blank line counts as blank, for CRLF).
 # Possessive quantifiers keep each attempt linear.
 _BRANCH_BLANK = f"(?P<blank>\\n(?:[{_BLANK_CLASS}\\r]*+\\n){{{_BLANK_LINES_MIN},}})"
+# (Whether a run is indentation is decided in _walk: a lookbehind here would
+# cost the regex engine its fast first-character scan.)
 _BRANCH_PAD = f"(?P<pad>[{_BLANK_CLASS}]{{{_PAD_MIN_RUN},}})"
 _BRANCH_HIDDEN = f"(?P<hidden>[{_HIDDEN_CLASS}]+)"
-_BRANCH_BREAK = "(?P<brk>[\\n\\t])"  # one at a time, so "blank" still gets its turn
 
+_COLLAPSING = re.compile(f"{_BRANCH_BLANK}|{_BRANCH_PAD}|{_BRANCH_HIDDEN}")
+_NOT_COLLAPSING = re.compile(_BRANCH_HIDDEN)
 
-def _compile(*branches: str) -> re.Pattern[str]:
-    return re.compile("|".join(branches))
-
-
-# Keyed by (collapse_padding, one_line).
-_PATTERNS: dict[tuple[bool, bool], re.Pattern[str]] = {
-    (True, False): _compile(_BRANCH_BLANK, _BRANCH_PAD, _BRANCH_HIDDEN),
-    (False, False): _compile(_BRANCH_HIDDEN),
-    (True, True): _compile(_BRANCH_BLANK, _BRANCH_PAD, _BRANCH_HIDDEN, _BRANCH_BREAK),
-    (False, True): _compile(_BRANCH_HIDDEN, _BRANCH_BREAK),
-}
+# one_line: line breaks and tabs left in the sanitised text become tokens too.
+_BREAKS = re.compile("[\\n\\t]+")
+_BREAK_TOKENS = str.maketrans({"\n": "\\n", "\t": "\\t"})
 
 _SHORT_ESCAPES = {"\r": "\\r", "\b": "\\b", "\f": "\\f", "\v": "\\v"}
-_LINE_ESCAPES = {"\n": "\\n", "\t": "\\t"}
 
-_BIDI = frozenset(
-    "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
-)
+_BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 
 _CONTROL, _BIDI_KIND, _INVISIBLE = 0, 1, 2
 
@@ -190,16 +183,13 @@ class _Counts:
         self.padding_runs = 0
 
 
-def _walk(
-    text: str, collapse_padding: bool, line: bool, counts: _Counts | None
-) -> Iterator[tuple[str, bool]]:
+def _walk(text: str, collapse_padding: bool, counts: _Counts | None) -> Iterator[tuple[str, bool]]:
     """Yield (piece, is_token) pairs covering ``text`` in order.
 
     One ``finditer`` pass over the string; plain text between matches is
     yielded as a slice, so the cost is linear in the input.
     """
-    pattern = _PATTERNS[(collapse_padding, line)]
-    newline = "\\n" if line else "\n"
+    pattern = _COLLAPSING if collapse_padding else _NOT_COLLAPSING
     pos = 0
     for m in pattern.finditer(text):
         start = m.start()
@@ -219,18 +209,37 @@ def _walk(
             if counts is not None:
                 counts.padding_runs += 1
             blank_lines = matched.count("\n") - 1
-            yield newline, line
+            yield "\n", False
             yield f"⟨… {blank_lines} blank lines …⟩", True
-            yield newline, line
-        elif group == "pad":
+            yield "\n", False
+        elif len(matched) < _INDENT_MIN_RUN and (start == 0 or text[start - 1] == "\n"):
+            yield matched, False  # "pad", but it is ordinary indentation
+        else:  # "pad"
             if counts is not None:
                 counts.padding_runs += 1
             yield _pad_token(matched), True
-        else:  # "brk": a "\n" or "\t" in one-line mode
-            yield _LINE_ESCAPES[matched], True
         pos = m.end()
     if pos < len(text):
         yield text[pos:], False
+
+
+def _break_tokens(piece: str) -> Iterator[tuple[str, bool]]:
+    """Split a plain piece so its line breaks and tabs become tokens."""
+    pos = 0
+    for m in _BREAKS.finditer(piece):
+        if m.start() > pos:
+            yield piece[pos : m.start()], False
+        yield m.group().translate(_BREAK_TOKENS), True
+        pos = m.end()
+    if pos < len(piece):
+        yield piece[pos:], False
+
+
+def _line_length(piece: str, token: bool) -> int:
+    """Length of a piece once its line breaks and tabs are tokens (2 chars each)."""
+    if token:
+        return len(piece)
+    return len(piece) + piece.count("\n") + piece.count("\t")
 
 
 def _merge(pieces: Iterator[tuple[str, bool]]) -> list[Segment]:
@@ -254,52 +263,64 @@ def segments(text: str, *, collapse_padding: bool = True) -> list[Segment]:
 
     "\\n" and "\\t" are kept as they are so multi-line values stay readable.
     """
-    return _merge(_walk(text, collapse_padding, False, None))
+    return _merge(_walk(text, collapse_padding, None))
 
 
 def sanitize(text: str, *, collapse_padding: bool = True) -> str:
     """``text`` with every hidden or dangerous character shown as a token."""
-    return "".join(piece for piece, _ in _walk(text, collapse_padding, False, None))
+    return "".join(piece for piece, _ in _walk(text, collapse_padding, None))
 
 
 def scan(text: str) -> Findings:
     """Count what :func:`sanitize` (with padding collapsed) would make visible."""
     counts = _Counts()
-    for _ in _walk(text, True, False, counts):
+    for _ in _walk(text, True, counts):
         pass
     controls, bidi, invisible = counts.kinds
     return Findings(controls, bidi, invisible, counts.padding_runs)
 
 
 def one_line_segments(text: str, limit: int | None = None) -> list[Segment]:
-    """Like :func:`one_line`, as segments; the cut marker is a token segment.
+    """Like :func:`one_line`, as segments; the cut marker is the last segment, a token.
 
     A cut never splits a token: a token that does not fit is left out whole
-    and counted in the marker.
+    and counted in the marker. Only the kept prefix is split into segments,
+    so a short limit on a huge text costs little more than :func:`scan`.
     """
     if limit is not None and limit < 0:
         raise ValueError(f"limit must be zero or positive, not {limit}")
-    segs = _merge(_walk(text, True, True, None))
-    if limit is None:
-        return segs
-    total = sum(len(s.text) for s in segs)
-    if total <= limit:
-        return segs
-    kept: list[Segment] = []
+    pieces = list(_walk(text, True, None))
+    total = sum(_line_length(piece, token) for piece, token in pieces)
+    if limit is None or total <= limit:
+        return _merge(_expand_breaks(pieces))
+    kept: list[tuple[str, bool]] = []
     room = limit
-    for seg in segs:
-        size = len(seg.text)
-        if size <= room:
-            kept.append(seg)
-            room -= size
-            continue
-        if not seg.token and room > 0:
-            kept.append(Segment(seg.text[:room], False))
-            room = 0
-        break
-    shown = limit - room
-    kept.append(Segment(f"…(+{total - shown} chars)", True))
-    return kept
+    full = False
+    for piece, token in pieces:
+        # A plain piece's first `room` characters already fill `room` or more.
+        subs = [(piece, True)] if token else list(_break_tokens(piece[:room]))
+        for sub, sub_token in subs:
+            if len(sub) <= room:
+                kept.append((sub, sub_token))
+                room -= len(sub)
+                continue
+            if not sub_token and room > 0:
+                kept.append((sub[:room], False))
+                room = 0
+            full = True
+            break
+        if full:
+            break
+    # The marker stays a segment of its own, even next to another token.
+    return [*_merge(iter(kept)), Segment(f"…(+{total - (limit - room)} chars)", True)]
+
+
+def _expand_breaks(pieces: list[tuple[str, bool]]) -> Iterator[tuple[str, bool]]:
+    for piece, token in pieces:
+        if token:
+            yield piece, True
+        else:
+            yield from _break_tokens(piece)
 
 
 def one_line(text: str, limit: int | None = None) -> str:
@@ -309,4 +330,6 @@ def one_line(text: str, limit: int | None = None) -> str:
     and "…(+N chars)" is appended, N counting the sanitised characters left
     out, so a cut is never silent.
     """
+    if limit is None:
+        return sanitize(text).translate(_BREAK_TOKENS)
     return "".join(seg.text for seg in one_line_segments(text, limit))

@@ -10,18 +10,23 @@ import secrets
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_cli import __version__
 from agent_cli import events as ev
 from agent_cli.approval import Approver, Gate
 from agent_cli.config import Settings, home
+from agent_cli.context import ContextBudget
 from agent_cli.errors import UsageError
 from agent_cli.loop import Limits, Loop, TurnResult
 from agent_cli.providers.base import Provider
 from agent_cli.session_log import SessionLog
 from agent_cli.tools.loader import LoadReport, load_tools
 from agent_cli.tools.registry import Registry
+from agent_cli.usage import UsageMeter
+
+if TYPE_CHECKING:
+    from agent_cli.tools.mcp_bridge import MCPHub
 
 Sink = Callable[[ev.AnyEvent], None]
 
@@ -96,13 +101,18 @@ class Session:
         self.history: list[dict[str, Any]] = history if history is not None else []
         self.log_path = log_path or default_log_path(settings)
         self.log = SessionLog(self.log_path, redactor=make_redactor(settings))
-        self.sinks: list[Sink] = [self.log, *sinks]
+        self.usage = UsageMeter(settings.prices, lambda: self.provider.model)
+        self.sinks: list[Sink] = [self.log, self.usage, *sinks]
         self.gate = Gate(approver, settings.deny)
         self.loop = Loop(provider, registry, self.gate, self.emit, workspace=self.workspace,
                          limits=limits_of(settings), system=settings.system_prompt)
+        self.budget = ContextBudget(settings.context_budget_chars, self.emit)
+        self.loop.prepare = self.budget
         self.continues = continues
         self.load_report = load_report or LoadReport()
         self._closed = False
+        self.mcp: MCPHub | None = None
+        """MCP servers, when configured (tools/mcp_bridge.attach sets it)."""
 
     def emit(self, event: ev.AnyEvent) -> None:
         for sink in self.sinks:
@@ -117,6 +127,8 @@ class Session:
                                   system=self.settings.system_prompt))
         for problem in self.load_report.errors:
             self.emit(ev.Notice(message=problem, kind="plugin_error"))
+        if self.mcp is not None:
+            self.mcp.sync()
 
     def send(self, text: str) -> TurnResult:
         return self.loop.run_turn(self.history, text)
@@ -129,5 +141,8 @@ class Session:
         if self._closed:
             return
         self._closed = True
+        if self.mcp is not None:
+            self.mcp.close()
+            self.mcp.sync()
         self.emit(ev.SessionEnd(reason=reason))
         self.log.close()

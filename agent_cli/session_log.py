@@ -12,7 +12,7 @@ import hashlib
 import json
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
@@ -27,6 +27,12 @@ def chain_hash(prev: str, record: dict[str, Any]) -> str:
     body = {k: v for k, v in record.items() if k != "hash"}
     data = (prev + canonical_json(body)).encode("utf-8", "surrogatepass")
     return hashlib.sha256(data).hexdigest()
+
+
+def serialize(record: dict[str, Any]) -> bytes:
+    """The one byte form of a record: compact ASCII JSON in field order. `log verify` checks
+    every line against it, so even an edit that keeps the values (an escape's case) is seen."""
+    return json.dumps(record, ensure_ascii=True, separators=(",", ":")).encode("ascii")
 
 
 def _needs_fsync(event: ev.Event) -> bool:
@@ -75,8 +81,9 @@ class SessionLog:
             record = self.redactor.value(record)
         record["hash"] = chain_hash(self.prev_hash, record)
         self.prev_hash = record["hash"]
-        line = json.dumps(record, ensure_ascii=True, separators=(",", ":")) + "\n"
-        self._f.write(line.encode("ascii"))
+        data = serialize(record) + b"\n"
+        line = data.decode("ascii")
+        self._f.write(data)
         self._f.flush()
         if self.fsync and _needs_fsync(event):
             os.fsync(self._f.fileno())
@@ -98,53 +105,97 @@ class BadLine:
     reason: str
     torn: bool = False
     """The last line, with no newline after it: a crash mid-write."""
+    debris: bool = False
+    """Looks like what a crash leaves (a cut record, NUL bytes), not like an inserted line."""
 
 
 def iter_lines(path: Path) -> Iterator[tuple[int, bytes, bool]]:
     """Yield (line number, raw bytes, ends with newline), splitting on b"\\n" only. Streams."""
     with open(path, "rb") as f:
-        lineno = 0
-        for raw in f:
-            lineno += 1
-            complete = raw.endswith(b"\n")
-            yield lineno, raw.rstrip(b"\n"), complete
+        for lineno, raw in enumerate(f, start=1):
+            yield lineno, raw.rstrip(b"\n"), raw.endswith(b"\n")
+
+
+_PAD = b" \r\t\x00"
+
+
+def _parse_line(lineno: int, raw: bytes, complete: bool) -> Iterator[dict[str, Any] | BadLine]:
+    """One physical line: a record, or a report, or (NUL bytes glued before a record by a crash)
+    both."""
+    body = raw.strip(_PAD)
+    if not body:
+        if raw:
+            yield BadLine(lineno, "blank or NUL-filled line (a crash left a hole); skipped",
+                          torn=not complete, debris=True)
+        return
+    if raw.lstrip(b" \t").startswith(b"\x00"):
+        yield BadLine(lineno, "NUL bytes before the record (a crash left a hole); skipped them",
+                      torn=not complete, debris=True)
+    try:
+        # Raw UTF-8 lines from other writers are accepted; invalid bytes become lone surrogates.
+        record = json.loads(body.decode("utf-8", "surrogateescape"))
+    except json.JSONDecodeError as e:
+        cut = body.startswith(b"{") and not _whole_object_then_junk(body)
+        if not complete and cut:
+            what = "torn record (the writer died mid-line)"
+        elif cut:
+            what = "cut record from an earlier crash"
+        else:
+            what = "not a log record"
+        yield BadLine(lineno, f"{what}: not JSON ({e.msg} at column {e.colno})",
+                      torn=not complete and cut, debris=cut)
+        return
+    if not isinstance(record, dict):
+        yield BadLine(lineno, "not a log record (JSON, but not an object)", torn=not complete)
+        return
+    yield record
+
+
+def _whole_object_then_junk(body: bytes) -> bool:
+    """A crash leaves a prefix of a record; a whole object followed by more bytes is an edit."""
+    try:
+        json.JSONDecoder().raw_decode(body.decode("utf-8", "surrogateescape"))
+    except json.JSONDecodeError:
+        return False
+    return True
 
 
 def read_records(path: Path) -> Iterator[tuple[int, dict[str, Any] | BadLine]]:
-    """Raw JSON records; bad lines are reported in place, never fatal."""
+    """Raw JSON records in file order; bad lines are reported in place, never fatal. Streams."""
+    for lineno, item, _raw in _read_with_bytes(path):
+        yield lineno, item
+
+
+def _read_with_bytes(path: Path) -> Iterator[tuple[int, dict[str, Any] | BadLine, bytes]]:
     try:
-        lines = iter_lines(path)
-        for lineno, raw, complete in lines:
-            if not raw.strip(b" \r\t\x00"):
-                if raw:
-                    yield lineno, BadLine(lineno, "blank or NUL-filled line")
-                continue
-            try:
-                record = json.loads(raw.decode("utf-8", "surrogateescape"))
-            except (json.JSONDecodeError, UnicodeDecodeError) as e:
-                yield lineno, BadLine(lineno, f"not JSON ({e.msg if hasattr(e, 'msg') else e})",
-                                      torn=not complete)
-                continue
-            if not isinstance(record, dict):
-                yield lineno, BadLine(lineno, "not a JSON object")
-                continue
-            yield lineno, record
+        for lineno, raw, complete in iter_lines(path):
+            for item in _parse_line(lineno, raw, complete):
+                yield lineno, item, raw.lstrip(b"\x00")
     except FileNotFoundError:
-        raise LogError(f"Log file {path} not found.") from None
+        raise LogError(f"Log file {path} not found; check the path (agent-cli log list shows "
+                       "recent sessions).") from None
     except IsADirectoryError:
         raise LogError(f"{path} is a folder; give a .jsonl log file.") from None
+    except PermissionError:
+        raise LogError(f"Log file {path} cannot be read (permission denied).") from None
+
+
+def to_event(lineno: int, rec: dict[str, Any]) -> ev.Event | BadLine:
+    try:
+        return ev.EVENT_ADAPTER.validate_python(rec)
+    except ValidationError as e:
+        first = e.errors(include_url=False)[0]
+        loc = ".".join(str(p) for p in first["loc"])
+        return BadLine(lineno, f"not a known event ({loc}: {first['msg']})")
 
 
 def read_events(path: Path) -> Iterator[tuple[int, ev.Event | BadLine]]:
+    """Events in file order, each parsed by the one TypeAdapter; bad lines reported in place."""
     for lineno, rec in read_records(path):
         if isinstance(rec, BadLine):
             yield lineno, rec
-            continue
-        try:
-            yield lineno, ev.EVENT_ADAPTER.validate_python(rec)
-        except ValidationError as e:
-            first = e.errors(include_url=False)[0]
-            yield lineno, BadLine(lineno, f"not a known event ({first['msg']})")
+        else:
+            yield lineno, to_event(lineno, rec)
 
 
 def last_valid_record(path: Path) -> dict[str, Any] | None:
@@ -163,13 +214,164 @@ def last_valid_record(path: Path) -> dict[str, Any] | None:
             # the first piece may be partial unless we reached the start of the file
             candidates = lines if pos == 0 else lines[1:]
             for raw in reversed(candidates):
-                if not raw.strip():
+                body = raw.strip(_PAD)
+                if not body:
                     continue
                 try:
-                    rec = json.loads(raw)
-                except (json.JSONDecodeError, UnicodeDecodeError):
+                    rec = json.loads(body.decode("utf-8", "surrogateescape"))
+                except json.JSONDecodeError:
                     continue
                 if isinstance(rec, dict) and "hash" in rec:
                     return rec
             buf = lines[0] if pos > 0 else b""
     return None
+
+
+# -- integrity ---------------------------------------------------------------------------------
+
+REORDER_LOOKAHEAD = 4096
+"""How far `verify` looks ahead for a missing seq to tell "reordered" from "dropped"."""
+
+
+@dataclass
+class VerifyResult:
+    count: int = 0
+    """Events whose hash and seq chain correctly."""
+    head: str = ""
+    """The last good hash: pin it elsewhere to detect a rewrite of the whole tail."""
+    fault: str | None = None
+    """The first integrity fault, naming the line; None when the chain holds."""
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.fault is None
+
+
+def _describe(rec: dict[str, Any]) -> str:
+    return f"seq {rec.get('seq')!r}, {rec.get('type', '?')}"
+
+
+def verify(path: Path) -> VerifyResult:
+    """Check the hash chain and seq numbers line by line, streaming. Stops at the first fault and
+    says which line and what: edited, dropped, inserted or reordered. Crash debris (a torn last
+    line, a cut line or NUL bytes that the chain steps over) is a warning, not a fault."""
+    res = VerifyResult()
+    prev_hash = ""
+    expected = 1
+    recent: dict[str, int] = {}
+    pending_debris: list[BadLine] = []
+    last_type = ""
+    approved: set[str] = set()
+    state = {"ended": False}
+    with_bytes = _read_with_bytes(path)
+    raw_of: dict[int, bytes] = {}
+
+    def tap() -> Iterator[tuple[int, dict[str, Any] | BadLine]]:
+        for n, item, raw in with_bytes:
+            raw_of.clear()
+            raw_of[n] = raw
+            yield n, item
+
+    records = tap()
+    for lineno, rec in records:
+        if isinstance(rec, BadLine):
+            if rec.debris or rec.torn:
+                pending_debris.append(rec)
+                continue
+            res.fault = f"line {lineno}: {rec.reason}; it was inserted or overwritten"
+            return res
+        seq = rec.get("seq")
+        claimed = rec.get("hash")
+        if not isinstance(claimed, str) or not isinstance(seq, int) or isinstance(seq, bool):
+            res.fault = (f"line {lineno}: a record without a valid seq and hash "
+                         f"({rec.get('type', '?')}); it was inserted or edited")
+            return res
+        computed = chain_hash(prev_hash, rec)
+        if computed != claimed or seq != expected:
+            if pending_debris and claimed not in recent:
+                bad = pending_debris[0]
+                res.fault = (f"line {bad.lineno}: {bad.reason}, and the chain does not continue "
+                             "over it: the record there was edited, damaged or dropped")
+            else:
+                res.fault = _classify(lineno, rec, seq, expected, claimed, recent, records)
+            return res
+        if raw_of.get(lineno) != serialize(rec):
+            res.fault = (f"line {lineno} ({_describe(rec)}) was edited: its bytes are not the "
+                         "form the writer produces, though its values still match the hash")
+            return res
+        for bad in pending_debris:
+            res.warnings.append(f"line {bad.lineno}: {bad.reason}; the chain continues over it")
+        pending_debris.clear()
+        problem = _check_structure(rec, approved, state)
+        if problem:
+            res.fault = f"line {lineno} ({_describe(rec)}): {problem}"
+            return res
+        res.count += 1
+        prev_hash = claimed
+        expected = seq + 1
+        last_type = str(rec.get("type", ""))
+        recent[claimed] = lineno
+        if len(recent) > REORDER_LOOKAHEAD:
+            recent.pop(next(iter(recent)))
+        v = rec.get("v", 1)
+        if isinstance(v, int) and v > ev.LOG_FORMAT_VERSION and not res.warnings:
+            res.warnings.append(f"line {lineno}: written by a newer format (v{v}); its fields "
+                                "were chained but not all understood")
+    for bad in pending_debris:
+        if not bad.torn:
+            # A crash leaves a line without its newline; a complete bad line at the end was
+            # written or edited by something else.
+            res.fault = (f"line {bad.lineno}: {bad.reason}; no record follows it, so it is not "
+                         "a crash's torn write: the last record was edited or damaged")
+            return res
+        res.warnings.append(f"line {bad.lineno}: {bad.reason}; skipped")
+    res.head = prev_hash
+    if res.count == 0:
+        res.fault = "no log records in this file"
+    elif last_type != "session_end":
+        res.warnings.append("the log does not end with session_end: the session crashed, is "
+                            "still running, or its last lines were removed (compare the head "
+                            "hash with a copy you trust)")
+    return res
+
+
+def _check_structure(rec: dict[str, Any], approved: set[str],
+                     state: dict[str, bool]) -> str | None:
+    """A chained record must still make sense: no call runs without a recorded approval, and
+    nothing but a new session follows a session's end."""
+    kind = rec.get("type")
+    if state["ended"] and kind != "session_start":
+        return "comes after session_end, where only a new session_start may follow"
+    state["ended"] = kind == "session_end"
+    if kind == "session_start":
+        approved.clear()
+    elif kind == "approval" and rec.get("decision") == "approved":
+        approved.add(str(rec.get("id")))
+    elif kind == "tool_started" and str(rec.get("id")) not in approved:
+        return "a tool started without a recorded approval (the approval line was removed?)"
+    return None
+
+
+def _classify(lineno: int, rec: dict[str, Any], seq: int, expected: int, claimed: str,
+              recent: dict[str, int], rest: Iterator[tuple[int, dict[str, Any] | BadLine]]
+              ) -> str:
+    where = f"line {lineno} ({_describe(rec)})"
+    if claimed in recent:
+        return f"{where} is a copy of line {recent[claimed]}: a line was inserted"
+    if seq == expected:
+        return (f"{where} was edited or forged: its content does not match its hash "
+                "(or the line before it was replaced)")
+    if seq > expected:
+        for _ in range(REORDER_LOOKAHEAD):
+            nxt = next(rest, None)
+            if nxt is None:
+                break
+            later_no, later = nxt
+            if isinstance(later, dict) and later.get("seq") == expected:
+                return (f"{where} is out of order: seq {expected} comes later, at line "
+                        f"{later_no}; lines were reordered")
+        missing = f"seq {expected}" if seq == expected + 1 else f"seq {expected} to {seq - 1}"
+        return f"{where}: {missing} missing before it; line(s) were dropped"
+    return (f"{where} comes after seq {expected - 1}: it was inserted here or moved "
+            "(reordered)")

@@ -12,7 +12,9 @@ LOOPBACK = ("http://127.0.0.1", "http://localhost", "http://[::1]")
 
 
 @pytest.fixture(autouse=True)
-def _isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+def _isolated_env(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     home = tmp_path_factory.mktemp("agent_cli_home")
     monkeypatch.setenv("AGENT_CLI_HOME", str(home))
     for var in ("NO_COLOR", "FORCE_COLOR", "COLUMNS", "LINES", "ANTHROPIC_API_KEY",

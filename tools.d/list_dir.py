@@ -1,4 +1,4 @@
-"""list_dir: list a folder inside the workspace (links are shown, never followed out)."""
+"""list_dir: list a folder inside the workspace (links are shown, never followed)."""
 
 import os
 import stat
@@ -7,7 +7,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agent_cli.errors import PathRefused
 from agent_cli.tools import Tool, ToolContext
-from agent_cli.tools.paths import resolve_in_workspace
+from agent_cli.tools.paths import open_dir, resolve_in_workspace
 
 MAX_ENTRIES = 2000
 
@@ -18,33 +18,50 @@ class Args(BaseModel):
     path: str = Field(".", description="Folder path, relative to the workspace.")
 
 
-def _kind(entry: os.DirEntry[str]) -> str:
-    st = entry.stat(follow_symlinks=False)
-    if stat.S_ISLNK(st.st_mode):
-        return "link -> " + os.readlink(entry.path)
-    if stat.S_ISDIR(st.st_mode):
-        return "dir"
-    if stat.S_ISREG(st.st_mode):
-        return f"file {st.st_size} bytes"
-    return "other"
+def _describe(name: str, dir_fd: int) -> str:
+    try:
+        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except OSError:
+        return f"{name}  (vanished)"
+    mode = st.st_mode
+    if stat.S_ISLNK(mode):
+        try:
+            target = os.readlink(name, dir_fd=dir_fd)
+        except OSError:
+            target = "?"
+        return f"{name}  (link -> {target}, not followed)"
+    if stat.S_ISDIR(mode):
+        return f"{name}/  (dir)"
+    if stat.S_ISREG(mode):
+        return f"{name}  (file {st.st_size} bytes)"
+    if stat.S_ISFIFO(mode):
+        return f"{name}  (fifo)"
+    if stat.S_ISSOCK(mode):
+        return f"{name}  (socket)"
+    return f"{name}  (device or other)"
 
 
 def run(args: Args, ctx: ToolContext) -> str:
     real = resolve_in_workspace(ctx.workspace, args.path)
-    if not real.is_dir():
-        raise PathRefused(f"{args.path!r} is not a folder.")
-    with os.scandir(real) as it:
-        entries = sorted(it, key=lambda e: e.name)
-    lines = [f"{e.name}{'/' if e.is_dir(follow_symlinks=False) else ''}  ({_kind(e)})"
-             for e in entries[:MAX_ENTRIES]]
-    if len(entries) > MAX_ENTRIES:
-        lines.append(f"[... {len(entries) - MAX_ENTRIES} more entries not shown ...]")
+    fd = open_dir(ctx.workspace, real, args.path)
+    try:
+        if not stat.S_ISDIR(os.fstat(fd).st_mode):
+            raise PathRefused(f"{args.path!r} is not a folder.")
+        names = sorted(os.listdir(fd))
+        lines = [_describe(n, fd) for n in names[:MAX_ENTRIES]]
+    finally:
+        os.close(fd)
+    if len(names) > MAX_ENTRIES:
+        lines.append(f"[... {len(names) - MAX_ENTRIES} more entries not shown ...]")
     return "\n".join(lines) if lines else "(empty folder)"
 
 
 TOOL = Tool(
     name="list_dir",
-    description="List the entries of a folder inside the workspace, with their kind and size.",
+    description=(
+        "List the entries of a folder inside the workspace, with their kind and size. Symbolic "
+        "links are shown with their target and never followed."
+    ),
     args=Args,
     effect="read",
     run=run,

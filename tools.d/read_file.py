@@ -1,9 +1,9 @@
-"""read_file: read a text file inside the workspace."""
+"""read_file: read a text file inside the workspace (regular files only, capped, never blocks)."""
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent_cli.tools import Tool, ToolContext
-from agent_cli.tools.paths import read_text_capped, resolve_in_workspace
+from agent_cli.tools.paths import read_text_capped
 
 
 class Args(BaseModel):
@@ -13,8 +13,7 @@ class Args(BaseModel):
 
 
 def run(args: Args, ctx: ToolContext) -> str:
-    real = resolve_in_workspace(ctx.workspace, args.path)
-    text, size, truncated = read_text_capped(real, args.path, ctx.max_read_bytes)
+    text, size, truncated = read_text_capped(ctx.workspace, args.path, ctx.max_read_bytes)
     if truncated:
         text += f"\n[... file is {size} bytes; only the first {ctx.max_read_bytes} were read ...]"
     return text

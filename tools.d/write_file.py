@@ -1,14 +1,26 @@
-"""write_file: create or overwrite a text file, with a diff preview and a checked write."""
+"""write_file: create or overwrite a text file, with a diff preview and a checked write.
+
+The panel says CREATE or OVERWRITE and shows the diff; `snapshot` records what the diff was
+computed from, and the write refuses if the file changed since (approval binds to what was shown).
+"""
 
 import difflib
 import hashlib
-import os
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent_cli.errors import PathRefused, ToolFailed
+from agent_cli.errors import PathRefused
 from agent_cli.tools import Tool, ToolContext
-from agent_cli.tools.paths import display_path, read_text_capped, resolve_in_workspace
+from agent_cli.tools.paths import (
+    ANY_STATE,
+    FileState,
+    display_path,
+    file_state,
+    read_bytes_capped,
+    read_text_capped,
+    resolve_in_workspace,
+    write_bytes_guarded,
+)
 
 
 class Args(BaseModel):
@@ -18,64 +30,48 @@ class Args(BaseModel):
     content: str = Field(description="The complete new content of the file.")
 
 
-def _current(ctx: ToolContext, raw: str) -> "tuple[str | None, str | None]":
-    """(text, sha256 of bytes) of the file as it is now, or (None, None) if it does not exist."""
-    real = resolve_in_workspace(ctx.workspace, raw)
-    if not os.path.lexists(real):
-        return None, None
-    with open(real, "rb") as f:
-        data = f.read()
-    text, _, _ = read_text_capped(real, raw, ctx.max_read_bytes)
-    return text, hashlib.sha256(data).hexdigest()
-
-
-def snapshot(args: Args, ctx: ToolContext) -> "str | None":
-    return _current(ctx, args.path)[1]
+def snapshot(args: Args, ctx: ToolContext) -> FileState:
+    return file_state(ctx.workspace, args.path)
 
 
 def preview(args: Args, ctx: ToolContext) -> str:
-    real = resolve_in_workspace(ctx.workspace, args.path)
+    try:
+        real = resolve_in_workspace(ctx.workspace, args.path)
+        state = ctx.snapshot if isinstance(ctx.snapshot, FileState) else snapshot(args, ctx)
+    except PathRefused as e:
+        return f"WILL FAIL, nothing would change: {e}"
     shown = display_path(ctx.workspace, real)
-    old, _ = _current(ctx, args.path)
-    if old is None:
-        header = f"CREATE new file {shown} ({len(args.content.encode())} bytes)\n"
+    new_size = len(args.content.encode("utf-8"))
+    if not state.exists:
+        header = f"CREATE new file {shown} ({new_size} bytes)\n"
         old_lines: list[str] = []
     else:
-        header = f"OVERWRITE existing file {shown}\n"
+        header = f"OVERWRITE existing file {shown} ({state.size} -> {new_size} bytes)\n"
+        old, _size, cut = read_text_capped(ctx.workspace, args.path, ctx.max_read_bytes)
+        if cut:
+            return header + f"(the current file is larger than {ctx.max_read_bytes} bytes; no diff)"
         old_lines = old.splitlines(keepends=True)
     diff = difflib.unified_diff(old_lines, args.content.splitlines(keepends=True),
-                                fromfile=f"a/{shown}" if old is not None else "/dev/null",
+                                fromfile=f"a/{shown}" if state.exists else "/dev/null",
                                 tofile=f"b/{shown}")
     return header + "".join(diff)
 
 
 def run(args: Args, ctx: ToolContext) -> str:
-    real = resolve_in_workspace(ctx.workspace, args.path)
-    if snapshot(args, ctx) != ctx.snapshot:
-        raise ToolFailed(
-            f"{args.path} changed after the preview was shown; not overwritten. "
-            "Read it again and propose the change anew."
-        )
-    if real.is_dir():
-        raise PathRefused(f"{args.path!r} is a folder.")
-    real.parent.mkdir(parents=True, exist_ok=True)
+    expected = ctx.snapshot if isinstance(ctx.snapshot, FileState) else None
     data = args.content.encode("utf-8")
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
-    fd = os.open(real, flags, 0o644)
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    return f"wrote {len(data)} bytes to {display_path(ctx.workspace, real)}"
+    kind = "created" if expected is not None and not expected.exists else "wrote"
+    real = write_bytes_guarded(ctx.workspace, args.path, data,
+                               expected if expected is not None else ANY_STATE)
+    return f"{kind} {display_path(ctx.workspace, real)} ({len(data)} bytes)"
 
 
 def verify(args: Args, ctx: ToolContext, _out: object) -> "str | None":
-    real = resolve_in_workspace(ctx.workspace, args.path)
-    with open(real, "rb") as f:
-        got = f.read()
     want = args.content.encode("utf-8")
-    if got != want:
-        return f"the file holds {len(got)} bytes, expected {len(want)} with another content"
+    got, size, _cut = read_bytes_capped(ctx.workspace, args.path, len(want))
+    if size != len(want) or got != want:
+        return (f"the file holds {size} bytes, expected {len(want)} with sha256 "
+                f"{hashlib.sha256(want).hexdigest()[:12]}")
     return None
 
 

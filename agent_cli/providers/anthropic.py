@@ -8,14 +8,19 @@ reused, so connections are kept alive across requests. Retries are ours, not the
 from __future__ import annotations
 
 import os
-import random
 import time
 from typing import Any
 
 from agent_cli.errors import ProviderError
 from agent_cli.providers.base import ModelRequest, ModelResponse, StatusSink, TextSink, usage_of
-
-RETRY_STATUSES = {408, 409, 429, 500, 502, 503, 504, 529}
+from agent_cli.providers.http_errors import (
+    broken_stream_message,
+    connection_message,
+    explain_status,
+    retry_notice,
+    retry_wait,
+    should_retry,
+)
 
 NO_KEY = (
     "No Anthropic API key: set ANTHROPIC_API_KEY (export ANTHROPIC_API_KEY=sk-ant-...) or put "
@@ -32,35 +37,6 @@ def _block_to_dict(block: Any) -> dict[str, Any]:
         return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
     dumped: dict[str, Any] = block.model_dump(mode="json", exclude_none=True)
     return dumped
-
-
-def explain_status(status: int, message: str, model: str) -> tuple[str, str]:
-    """A sentence the user can act on for an HTTP error, and its kind."""
-    if status in (401, 403):
-        return (
-            f"The API refused the credentials ({status}: {message}). Check ANTHROPIC_API_KEY "
-            "or api_key in your config.",
-            "auth",
-        )
-    if status == 404:
-        return (
-            f"The API does not know this model or endpoint ({message}). Check --model "
-            f"(now {model!r}) and --base-url.",
-            "not_found",
-        )
-    if status == 413 or "too long" in message.lower() or "context" in message.lower():
-        return (
-            f"The request is too large for the model ({status}: {message}). Use /compact, "
-            "/clear, or ask for smaller tool outputs.",
-            "too_large",
-        )
-    if status == 429:
-        return (f"Rate limited by the API ({message}); retries ran out. Wait and try again.",
-                "rate_limit")
-    if status in (500, 502, 503, 504, 529):
-        return (f"The API is overloaded or failing ({status}: {message}); retries ran out. "
-                "Try again in a moment.", "overloaded")
-    return (f"The API rejected the request ({status}: {message}).", "bad_request")
 
 
 class AnthropicProvider:
@@ -98,14 +74,6 @@ class AnthropicProvider:
             )
         return self._client
 
-    def _wait_for(self, attempt: int, retry_after: str | None) -> float:
-        if retry_after:
-            try:
-                return min(max(float(retry_after), 0.0), self.retry_cap_s)
-            except ValueError:
-                pass
-        return min(self.retry_cap_s, 0.5 * 2**attempt) * (0.5 + random.random() / 2)
-
     def complete(
         self, request: ModelRequest, on_text: TextSink, on_status: StatusSink
     ) -> ModelResponse:
@@ -126,8 +94,8 @@ class AnthropicProvider:
             streamed = False
             try:
                 with client.messages.stream(**kwargs) as stream:
+                    streamed = True  # the request was answered: from here on, never retried
                     for text in stream.text_stream:
-                        streamed = True
                         on_text(text)
                     final = stream.get_final_message()
                 return ModelResponse(
@@ -141,38 +109,44 @@ class AnthropicProvider:
                 message = _api_message(e)
                 if status == 200 or streamed:
                     raise ProviderError(
-                        f"The reply broke off mid-stream ({message}); nothing from it was run. "
-                        "Send your message again.",
+                        f"The reply broke off mid-stream (the API said: {message}); nothing "
+                        "from it was run. Send your message again.",
                         kind="stream_error",
                     ) from None
-                if status in RETRY_STATUSES and attempt < self.max_retries:
-                    wait = self._wait_for(attempt, e.response.headers.get("retry-after"))
+                if should_retry(status, e.response.headers) and attempt < self.max_retries:
+                    wait = retry_wait(attempt, e.response.headers, self.retry_cap_s)
                     attempt += 1
-                    on_status(
-                        f"API answered {status} ({message}); retrying in {wait:.1f} s "
-                        f"(attempt {attempt + 1} of {self.max_retries + 1})"
-                    )
+                    on_status(retry_notice(f"The API answered {status} ({message})", wait,
+                                           attempt, self.max_retries))
                     time.sleep(wait)
                     continue
-                text, kind = explain_status(status, message, kwargs["model"])
+                text, kind = explain_status(status, message, model=kwargs["model"],
+                                            key_env="ANTHROPIC_API_KEY", retries=attempt)
                 raise ProviderError(text, kind=kind, status=status) from None
             except (anthropic.APIConnectionError, anthropic.APITimeoutError) as e:
-                if not streamed and attempt < self.max_retries:
-                    wait = self._wait_for(attempt, None)
+                where = self.base_url or "the Anthropic API"
+                if streamed:
+                    raise ProviderError(broken_stream_message(str(e)),
+                                        kind="connection") from None
+                if attempt < self.max_retries:
+                    wait = retry_wait(attempt, None, self.retry_cap_s)
                     attempt += 1
-                    on_status(f"Cannot reach the API ({e}); retrying in {wait:.1f} s")
+                    on_status(retry_notice(f"Cannot reach {where} ({e})", wait, attempt,
+                                           self.max_retries))
                     time.sleep(wait)
                     continue
-                where = self.base_url or "the Anthropic API"
+                raise ProviderError(connection_message(where, e), kind="connection") from None
+            except Exception as e:
+                # A connection dropped mid-stream surfaces as httpx2's TransportError, not as an
+                # anthropic error; it is never retried (text may already be on screen).
+                if not type(e).__module__.startswith(("httpx", "httpcore")):
+                    if isinstance(e, TypeError) and ("api_key" in str(e)
+                                                     or "auth" in str(e).lower()):
+                        raise ProviderError(NO_KEY, kind="auth") from None
+                    raise
                 raise ProviderError(
-                    f"Cannot reach {where}: {e}. Check your network or --base-url; "
-                    "nothing from a partial reply was run.",
-                    kind="connection",
+                    broken_stream_message(f"{type(e).__name__}: {e}"), kind="connection"
                 ) from None
-            except TypeError as e:
-                if "api_key" in str(e) or "auth" in str(e).lower():
-                    raise ProviderError(NO_KEY, kind="auth") from None
-                raise
 
 
 def _api_message(e: Any) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,12 @@ def response_from_dict(raw: Any, where: str) -> ModelResponse:
     if stop is None:
         stop = "tool_use" if any(b.get("type") == "tool_use" for b in content) else "end_turn"
     return ModelResponse(content, stop, usage_of(raw.get("usage")), raw.get("model"))
+
+
+def _snapshot(request: ModelRequest) -> ModelRequest:
+    """The request as it was sent: the loop goes on appending to the same history list, and a test
+    (or a rerun) looking at `requests` later must see what this request held."""
+    return replace(request, messages=list(request.messages), tools=list(request.tools))
 
 
 class ScriptedProvider:
@@ -67,7 +74,7 @@ class ScriptedProvider:
     def complete(
         self, request: ModelRequest, on_text: TextSink, on_status: StatusSink
     ) -> ModelResponse:
-        self.requests.append(request)
+        self.requests.append(_snapshot(request))
         if self._next >= len(self._replies):
             raise ScriptExhausted(
                 f"The script {self._source} has no reply left for request {self._next + 1} "
@@ -100,7 +107,7 @@ class FunctionProvider:
     def complete(
         self, request: ModelRequest, on_text: TextSink, on_status: StatusSink
     ) -> ModelResponse:
-        self.requests.append(request)
+        self.requests.append(_snapshot(request))
         raw = self.fn(request)
         resp = raw if isinstance(raw, ModelResponse) else response_from_dict(raw, "function")
         text = resp.text()

@@ -12,6 +12,7 @@ import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
@@ -70,9 +71,11 @@ class Tool:
     """Extra lines for the approval panel (e.g. an MCP server's claims)."""
 
     def schema(self) -> dict[str, Any]:
+        """The JSON schema sent to the model. Cached per model class (pydantic takes about 0.3 ms
+        per tool to build it, and every model request sends every tool): treat it as read-only."""
         if self.input_schema is not None:
             return self.input_schema
-        return self.args.model_json_schema()
+        return _model_schema(self.args)
 
     def spec(self) -> dict[str, Any]:
         """The tool definition in the Messages API shape."""
@@ -81,6 +84,11 @@ class Tool:
     def schema_hash(self) -> str:
         """Hash of name, description and schema: replay compares it to see drift."""
         return sha256_json(self.spec())[:16]
+
+
+@lru_cache(maxsize=1024)
+def _model_schema(model: type[BaseModel]) -> dict[str, Any]:
+    return model.model_json_schema()
 
 
 def canonical_json(value: Any) -> str:

@@ -1,7 +1,12 @@
 """The plugin loader. Built-in tools load through here exactly like a user's plugins.
 
 A plugin is a `.py` file that defines `TOOL` (a Tool) or `TOOLS` (a list of them). A file that
-fails to import, exits, hangs at import or defines no tool is reported by name; the rest load.
+raises at import, calls sys.exit, takes longer than IMPORT_TIMEOUT_S to import, or defines no
+valid tool is reported by name and skipped; the rest load. Two tools with one name are an error
+naming both files (the first one loaded stays), never "last one wins".
+
+Folders come only from the caller: the bundled tools.d, the user's config and --tools-dir. Nothing
+here looks at the workspace.
 """
 
 from __future__ import annotations
@@ -12,17 +17,25 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
+from typing import Any
+
+from pydantic import BaseModel
 
 from agent_cli.tools.base import NAME_RE, Tool
 from agent_cli.tools.registry import Registry
 
 IMPORT_TIMEOUT_S = 5.0
+"""A plugin import that takes longer is abandoned (its thread is left to finish on its own)."""
 
 
 @dataclass
 class LoadReport:
     errors: list[str] = field(default_factory=list)
     loaded: list[str] = field(default_factory=list)
+
+
+class PluginSkipped(Exception):
+    """A plugin file that will not be used; the message says why and what to fix."""
 
 
 def bundled_tools_dir() -> Path:
@@ -35,42 +48,131 @@ def bundled_tools_dir() -> Path:
     return pkg.parent / "tools.d"
 
 
-def _import_file(path: Path) -> ModuleType:
-    name = f"agent_cli_plugin_{abs(hash(str(path)))}_{path.stem}"
+def _module_name(path: Path) -> str:
+    import hashlib
+
+    digest = hashlib.sha256(str(path).encode("utf-8", "surrogateescape")).hexdigest()[:12]
+    stem = "".join(c if c.isalnum() else "_" for c in path.stem)
+    return f"agent_cli_plugin_{digest}_{stem}"
+
+
+def _import_file(path: Path, timeout_s: float | None = None) -> ModuleType:
+    """Import one plugin file in a helper thread, bounded in time.
+
+    The module is in sys.modules while its body runs (dataclasses and pydantic look it up there)
+    and is removed again if the import fails. A Ctrl-C while waiting propagates to the caller.
+    """
+    limit = IMPORT_TIMEOUT_S if timeout_s is None else timeout_s
+    name = _module_name(path)
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
-        raise ImportError("not a loadable Python file")
+        raise PluginSkipped(f"{path}: not a loadable Python file; skipped.")
     module = importlib.util.module_from_spec(spec)
+    loader = spec.loader
     result: dict[str, BaseException] = {}
+    done = threading.Event()
 
     def target() -> None:
         try:
-            spec.loader.exec_module(module)  # type: ignore[union-attr]
+            loader.exec_module(module)
         except BaseException as e:  # SystemExit and KeyboardInterrupt from a plugin included
             result["error"] = e
+        finally:
+            done.set()
 
+    sys.modules[name] = module
     t = threading.Thread(target=target, name=f"load-{path.name}", daemon=True)
     t.start()
-    t.join(IMPORT_TIMEOUT_S)
-    if t.is_alive():
-        raise TimeoutError(f"import took longer than {IMPORT_TIMEOUT_S:.0f} s")
-    if "error" in result:
-        raise result["error"]
-    sys.modules[name] = module
+    try:
+        finished = done.wait(limit)
+    except KeyboardInterrupt:
+        sys.modules.pop(name, None)
+        raise
+    if not finished:
+        sys.modules.pop(name, None)
+        raise PluginSkipped(f"{path}: importing it took longer than {limit:g} s (does it do "
+                            "work or wait at import time?); skipped.")
+    err = result.get("error")
+    if err is not None:
+        sys.modules.pop(name, None)
+        if isinstance(err, SystemExit):
+            raise PluginSkipped(f"{path}: the plugin called sys.exit({err.code!r}) at import; "
+                                "skipped.")
+        where = _plugin_line(err, path)
+        raise PluginSkipped(f"{path}{where}: could not load ({type(err).__name__}: {err}); fix "
+                            "the file or remove it.")
     return module
 
 
-def _tools_of(module: ModuleType) -> list[Tool]:
-    found = getattr(module, "TOOLS", None)
+def _plugin_line(err: BaseException, path: Path) -> str:
+    """':LINE' of the deepest frame inside the plugin file, to point at the fault."""
+    tb = err.__traceback__
+    line = ""
+    while tb is not None:
+        if Path(tb.tb_frame.f_code.co_filename) == path:
+            line = f":{tb.tb_lineno}"
+        tb = tb.tb_next
+    return line
+
+
+def _tools_of(module: ModuleType, path: Path) -> list[Tool]:
+    found: Any = getattr(module, "TOOLS", None)
     if found is None:
         single = getattr(module, "TOOL", None)
         found = [single] if single is not None else []
     if not isinstance(found, list | tuple):
-        raise TypeError("TOOLS must be a list of Tool objects")
+        raise PluginSkipped(f"{path}: TOOLS must be a list of Tool objects; skipped.")
+    if not found:
+        raise PluginSkipped(f"{path}: defines no TOOL or TOOLS; skipped.")
     for t in found:
         if not isinstance(t, Tool):
-            raise TypeError(f"{t!r} is not an agent_cli.tools.Tool")
+            raise PluginSkipped(f"{path}: {type(t).__name__} object in TOOLS is not an "
+                                "agent_cli.tools.Tool; skipped.")
     return list(found)
+
+
+def check_tool(tool: Tool) -> str | None:
+    """What is wrong with a tool definition, in one sentence, or None if it can be offered."""
+    if not isinstance(tool.name, str) or not NAME_RE.match(tool.name):
+        return f"tool name {tool.name!r} must match ^[a-zA-Z0-9_-]{{1,64}}$"
+    if tool.effect not in ("read", "write"):
+        return f"tool {tool.name!r}: effect must be 'read' or 'write', not {tool.effect!r}"
+    if not isinstance(tool.description, str) or not tool.description.strip():
+        return f"tool {tool.name!r}: the description is empty; say what it does for the model"
+    if tool.input_schema is None and not (isinstance(tool.args, type)
+                                          and issubclass(tool.args, BaseModel)):
+        return f"tool {tool.name!r}: args must be a pydantic BaseModel class"
+    for fn_name in ("run", "preview", "verify", "snapshot"):
+        fn = getattr(tool, fn_name)
+        if (fn_name == "run" or fn is not None) and not callable(fn):
+            return f"tool {tool.name!r}: {fn_name} must be a function"
+    try:
+        tool.schema_hash()
+    except Exception as e:
+        return f"tool {tool.name!r}: its arguments give no JSON schema ({type(e).__name__}: {e})"
+    return None
+
+
+def load_file(path: Path, registry: Registry, report: LoadReport) -> None:
+    """Load one plugin file into the registry; problems go to the report, never raise."""
+    try:
+        module = _import_file(path)
+        tools = _tools_of(module, path)
+    except PluginSkipped as e:
+        report.errors.append(str(e))
+        return
+    for tool in tools:
+        tool.source = str(path)
+        problem = check_tool(tool)
+        if problem is not None:
+            report.errors.append(f"{path}: {problem}; skipped.")
+            continue
+        try:
+            registry.add(tool)
+        except ValueError as e:
+            report.errors.append(str(e))
+            continue
+        report.loaded.append(tool.name)
 
 
 def load_folder(folder: Path, registry: Registry, report: LoadReport) -> None:
@@ -78,41 +180,21 @@ def load_folder(folder: Path, registry: Registry, report: LoadReport) -> None:
         report.errors.append(f"{folder}: tools folder not found.")
         return
     for path in sorted(folder.glob("*.py")):
-        if path.name.startswith("_"):
+        if path.name.startswith("_") or not path.is_file():
             continue
-        try:
-            module = _import_file(path)
-            tools = _tools_of(module)
-        except SystemExit as e:
-            report.errors.append(f"{path}: the plugin called sys.exit({e.code}) at import; skipped.")
-            continue
-        except BaseException as e:
-            report.errors.append(
-                f"{path}: could not load ({type(e).__name__}: {e}); fix the file or remove it."
-            )
-            continue
-        if not tools:
-            report.errors.append(f"{path}: defines no TOOL or TOOLS; skipped.")
-            continue
-        for tool in tools:
-            tool.source = str(path)
-            if not NAME_RE.match(tool.name):
-                report.errors.append(
-                    f"{path}: tool name {tool.name!r} must match ^[a-zA-Z0-9_-]{{1,64}}$; skipped."
-                )
-                continue
-            try:
-                registry.add(tool)
-            except ValueError as e:
-                report.errors.append(str(e))
-                continue
-            report.loaded.append(tool.name)
+        load_file(path, registry, report)
 
 
 def load_tools(folders: list[Path], *, include_bundled: bool = True) -> tuple[Registry, LoadReport]:
+    """The bundled tools, then each folder named by the user, in order."""
     registry = Registry()
     report = LoadReport()
     dirs = ([bundled_tools_dir()] if include_bundled else []) + list(folders)
+    seen: set[Path] = set()
     for d in dirs:
+        key = d.resolve() if d.exists() else d
+        if key in seen:
+            continue  # the same folder named twice would report every tool as a duplicate
+        seen.add(key)
         load_folder(d, registry, report)
     return registry, report

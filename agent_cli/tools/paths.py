@@ -1,43 +1,89 @@
 """The workspace path guard every file tool uses.
 
-Schema-valid is not safe: a path is resolved (symlinks included) and its real location must be
-inside the real workspace. Containment is checked on path components, never a string prefix.
+Schema-valid is not safe. A path is checked twice:
+
+1. at check time, `resolve_in_workspace` resolves it (symlinks and `..` included) and requires the
+   real location to sit inside the real workspace, compared on path components, never as a string
+   prefix (`/ws-evil` is not inside `/ws`);
+2. at open time, the file is reached by walking the resolved path one component at a time from a
+   descriptor of the workspace, every step opened with O_NOFOLLOW. The resolved path holds no
+   symlink, so any link met during the walk was planted after the check and is refused. Nothing is
+   ever opened by its full path, so a folder swapped for a link in between cannot redirect a write.
+
+Writes also refuse files with more than one hard link (the other name may be outside the
+workspace) and anything that is not a regular file. Reads never block: FIFOs are opened
+non-blocking and refused, and the bytes read are capped.
 """
 
 from __future__ import annotations
 
+import errno
+import hashlib
 import os
 import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from agent_cli.errors import PathRefused
 
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+# Kernel views that look like files but are not: never read or written, even when the workspace
+# is `/` (reading /proc/self/environ would hand the model this process's secrets).
+_PSEUDO_ROOTS = (Path("/proc"), Path("/sys"), Path("/dev"))
+_CHUNK = 1 << 16
+
 
 def _check_text(raw: str) -> None:
-    if not raw or not raw.strip():
+    if not isinstance(raw, str) or not raw.strip():
         raise PathRefused("The path is empty; give a path relative to the workspace.")
     if "\x00" in raw:
         raise PathRefused("The path contains a NUL byte; refused.")
 
 
+def real_root(workspace: Path) -> Path:
+    return Path(os.path.realpath(workspace))
+
+
+def _inside(root: Path, real: Path) -> bool:
+    return real == root or root in real.parents
+
+
 def resolve_in_workspace(workspace: Path, raw: str) -> Path:
-    """Return the real path for `raw`, or raise PathRefused if it leaves the workspace."""
+    """Return the real path for `raw`, or raise PathRefused if it leaves the workspace.
+
+    The file itself need not exist (write_file creates it); every existing link on the way is
+    followed, and the place it leads to must be inside the workspace.
+    """
     _check_text(raw)
-    root = Path(os.path.realpath(workspace))
-    candidate = Path(raw).expanduser() if raw.startswith("~") else Path(raw)
+    root = real_root(workspace)
+    candidate = Path(os.path.expanduser(raw)) if raw == "~" or raw.startswith("~/") else Path(raw)
     joined = candidate if candidate.is_absolute() else root / candidate
-    real = Path(os.path.realpath(joined))
-    if real != root and root not in real.parents:
-        if os.path.realpath(os.path.abspath(joined)) != os.path.abspath(joined):
+    try:
+        real = Path(os.path.realpath(joined))
+    except (OSError, ValueError) as e:
+        raise PathRefused(f"{raw!r} cannot be resolved ({e}); check the path.") from None
+    if not _inside(root, real):
+        lexical = Path(os.path.normpath(joined))
+        if _inside(root, lexical):
             raise PathRefused(
                 f"{raw!r} leads outside the workspace through a symbolic link; refused."
             )
         raise PathRefused(f"{raw!r} is outside the workspace ({root}); use a path inside it.")
+    for pseudo in _PSEUDO_ROOTS:
+        if pseudo in root.parents:
+            continue  # a workspace in /dev/shm may use its own files
+        if real == pseudo or pseudo in real.parents:
+            raise PathRefused(f"{raw!r} is under {pseudo}, a kernel view, not a file; refused.")
     return real
 
 
 def display_path(workspace: Path, real: Path) -> str:
-    root = Path(os.path.realpath(workspace))
+    root = real_root(workspace)
     try:
         rel = real.relative_to(root)
     except ValueError:
@@ -45,40 +91,259 @@ def display_path(workspace: Path, real: Path) -> str:
     return str(rel) if str(rel) != "." else "."
 
 
-def check_regular_file(real: Path, raw: str) -> os.stat_result:
+def _parts_below(root: Path, real: Path) -> list[str]:
+    return list(real.relative_to(root).parts)
+
+
+def _open_dir_at(parent_fd: int | None, name: str | Path, raw: str) -> int:
     try:
-        st = os.stat(real)
-    except FileNotFoundError:
-        raise PathRefused(f"{raw!r} does not exist.") from None
-    if stat.S_ISDIR(st.st_mode):
-        raise PathRefused(f"{raw!r} is a directory; use list_dir for folders.")
-    if not stat.S_ISREG(st.st_mode):
-        raise PathRefused(f"{raw!r} is not a regular file (device, FIFO or socket); refused.")
-    return st
-
-
-def read_text_capped(real: Path, raw: str, max_bytes: int) -> tuple[str, int, bool]:
-    """Read at most `max_bytes` of a regular file without following a final symlink.
-
-    Returns (text, total size, truncated). Bytes that are not UTF-8 are replaced, so binary files
-    never crash a tool.
-    """
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-    try:
-        fd = os.open(real, flags)
-    except FileNotFoundError:
-        raise PathRefused(f"{raw!r} does not exist.") from None
+        return os.open(name, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC, dir_fd=parent_fd)
     except OSError as e:
-        raise PathRefused(f"{raw!r} cannot be opened: {e.strerror}.") from None
+        if e.errno == errno.ENOTDIR:
+            try:
+                is_link = stat.S_ISLNK(os.stat(name, dir_fd=parent_fd,
+                                               follow_symlinks=False).st_mode)
+            except OSError:
+                is_link = False
+            if not is_link:
+                raise PathRefused(f"{raw!r}: {name} is not a folder.") from None
+        raise _refusal(e, raw, "folder") from None
+
+
+def _refusal(e: OSError, raw: str, what: str = "file") -> PathRefused:
+    if e.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
+        # O_NOFOLLOW on a link: ELOOP (files) or ENOTDIR (folders, with O_DIRECTORY).
+        return PathRefused(
+            f"{raw!r}: a symbolic link appeared on the way after the path was checked; refused."
+        )
+    if e.errno == errno.ENOENT:
+        return PathRefused(f"{raw!r} does not exist.")
+    if e.errno == errno.ENXIO:
+        return PathRefused(f"{raw!r} is not a regular file (FIFO or socket); refused.")
+    if e.errno in (errno.EACCES, errno.EPERM):
+        return PathRefused(f"{raw!r}: permission denied.")
+    if e.errno == errno.EISDIR:
+        return PathRefused(f"{raw!r} is a folder, not a file.")
+    return PathRefused(f"{raw!r}: the {what} cannot be opened ({e.strerror}).")
+
+
+@contextmanager
+def open_parent(workspace: Path, real: Path, raw: str, *,
+                create: bool = False) -> Iterator[tuple[int, str]]:
+    """Yield (descriptor of the parent folder, final name) for a resolved path, reached from the
+    workspace root without following any link. With `create`, missing folders are made."""
+    root = real_root(workspace)
+    parts = _parts_below(root, real)
+    if not parts:
+        raise PathRefused(f"{raw!r} is the workspace folder itself, not a file.")
+    fd = _open_dir_at(None, root, raw)
     try:
-        st = os.fstat(fd)
-        if stat.S_ISDIR(st.st_mode):
-            raise PathRefused(f"{raw!r} is a directory; use list_dir for folders.")
-        if not stat.S_ISREG(st.st_mode):
-            raise PathRefused(f"{raw!r} is not a regular file (device, FIFO or socket); refused.")
-        with os.fdopen(fd, "rb", closefd=False) as f:
-            data = f.read(max_bytes + 1)
+        for part in parts[:-1]:
+            if create:
+                try:
+                    os.mkdir(part, 0o755, dir_fd=fd)
+                except FileExistsError:
+                    pass
+                except OSError as e:
+                    raise _refusal(e, raw, "folder") from None
+            nxt = _open_dir_at(fd, part, raw)
+            os.close(fd)
+            fd = nxt
+        yield fd, parts[-1]
     finally:
         os.close(fd)
-    truncated = len(data) > max_bytes
-    return data[:max_bytes].decode("utf-8", errors="replace"), st.st_size, truncated
+
+
+def open_dir(workspace: Path, real: Path, raw: str) -> int:
+    """A descriptor of a resolved folder inside the workspace, reached without following links.
+    The caller closes it."""
+    root = real_root(workspace)
+    fd = _open_dir_at(None, root, raw)
+    try:
+        for part in _parts_below(root, real):
+            nxt = _open_dir_at(fd, part, raw)
+            os.close(fd)
+            fd = nxt
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _check_regular(st: os.stat_result, raw: str) -> None:
+    if stat.S_ISDIR(st.st_mode):
+        raise PathRefused(f"{raw!r} is a folder; use list_dir for folders.")
+    if stat.S_ISLNK(st.st_mode):
+        raise PathRefused(f"{raw!r} is a symbolic link; refused.")
+    if not stat.S_ISREG(st.st_mode):
+        raise PathRefused(f"{raw!r} is not a regular file (device, FIFO or socket); refused.")
+
+
+@contextmanager
+def open_file_read(workspace: Path, raw: str) -> Iterator[tuple[int, os.stat_result, Path]]:
+    """Open a regular file inside the workspace for reading: (fd, stat, real path). A FIFO is
+    refused without blocking; a link planted after the check is refused."""
+    real = resolve_in_workspace(workspace, raw)
+    with open_parent(workspace, real, raw) as (dir_fd, name):
+        try:
+            fd = os.open(name, os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _CLOEXEC, dir_fd=dir_fd)
+        except OSError as e:
+            raise _refusal(e, raw) from None
+    try:
+        st = os.fstat(fd)
+        _check_regular(st, raw)
+        yield fd, st, real
+    finally:
+        os.close(fd)
+
+
+def read_fd(fd: int, limit: int) -> bytes:
+    """Read at most `limit` bytes from the current offset."""
+    chunks: list[bytes] = []
+    left = limit
+    while left > 0:
+        b = os.read(fd, min(_CHUNK, left))
+        if not b:
+            break
+        chunks.append(b)
+        left -= len(b)
+    return b"".join(chunks)
+
+
+def hash_fd(fd: int) -> tuple[str, int]:
+    """(sha256 hex, size) of a file read from its start, in chunks (any size, bounded memory)."""
+    os.lseek(fd, 0, os.SEEK_SET)
+    h = hashlib.sha256()
+    size = 0
+    while True:
+        b = os.read(fd, _CHUNK)
+        if not b:
+            break
+        h.update(b)
+        size += len(b)
+    return h.hexdigest(), size
+
+
+def read_bytes_capped(workspace: Path, raw: str, max_bytes: int) -> tuple[bytes, int, bool]:
+    """(bytes, size, truncated): at most `max_bytes` of a regular file inside the workspace."""
+    with open_file_read(workspace, raw) as (fd, st, _real):
+        data = read_fd(fd, max_bytes + 1)
+    return data[:max_bytes], max(st.st_size, len(data)), len(data) > max_bytes
+
+
+def read_text_capped(workspace: Path, raw: str, max_bytes: int) -> tuple[str, int, bool]:
+    """(text, size, truncated) of a file inside the workspace; bytes that are not UTF-8 are
+    replaced so binary files never crash a tool."""
+    data, size, truncated = read_bytes_capped(workspace, raw, max_bytes)
+    return data.decode("utf-8", errors="replace"), size, truncated
+
+
+@dataclass(frozen=True)
+class FileState:
+    """What a write was previewed against: whether the file existed, and its content hash."""
+
+    exists: bool
+    sha256: str | None = None
+    size: int = 0
+
+
+def file_state(workspace: Path, raw: str) -> FileState:
+    """The current state of a (possibly missing) file, for a snapshot before the panel."""
+    real = resolve_in_workspace(workspace, raw)
+    if not os.path.lexists(real.parent):
+        return FileState(False)  # the write will create the folders (and re-check on the way)
+    with open_parent(workspace, real, raw) as (dir_fd, name):
+        try:
+            st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return FileState(False)
+        except OSError as e:
+            raise _refusal(e, raw) from None
+        _check_regular(st, raw)
+        try:
+            fd = os.open(name, os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _CLOEXEC, dir_fd=dir_fd)
+        except OSError as e:
+            raise _refusal(e, raw) from None
+    try:
+        _check_regular(os.fstat(fd), raw)
+        digest, size = hash_fd(fd)
+    finally:
+        os.close(fd)
+    return FileState(True, digest, size)
+
+
+class _Any:
+    """Sentinel: write without comparing against a snapshot."""
+
+
+ANY_STATE = _Any()
+
+
+def write_bytes_guarded(workspace: Path, raw: str, data: bytes,
+                        expected: FileState | _Any | None = ANY_STATE) -> Path:
+    """Write `data` as the whole content of a file inside the workspace; return its real path.
+
+    `expected` is the snapshot taken when the panel was shown: if the file no longer matches it
+    (created, deleted or changed since), nothing is written and PathRefused says so. The hash is
+    taken on the very descriptor that is then written, so the check and the write see one file.
+    """
+    real = resolve_in_workspace(workspace, raw)
+    return write_resolved(workspace, real, raw, data, expected)
+
+
+def write_resolved(workspace: Path, real: Path, raw: str, data: bytes,
+                   expected: FileState | _Any | None = ANY_STATE) -> Path:
+    """The write half of `write_bytes_guarded`, for a path already resolved (tests use it to
+    swap a folder for a link between the check and the write)."""
+    root = real_root(workspace)
+    if not _inside(root, real):
+        raise PathRefused(f"{raw!r} is outside the workspace ({root}); refused.")
+    must_be_new = isinstance(expected, FileState) and not expected.exists
+    with open_parent(workspace, real, raw, create=True) as (dir_fd, name):
+        flags = os.O_RDWR | _NOFOLLOW | _NONBLOCK | _CLOEXEC | os.O_CREAT
+        if must_be_new:
+            flags |= os.O_EXCL
+        try:
+            fd = os.open(name, flags, 0o644, dir_fd=dir_fd)
+        except FileExistsError:
+            raise PathRefused(
+                f"{raw} was created by someone else after the preview was shown; not "
+                "overwritten. Read it and propose the change anew."
+            ) from None
+        except OSError as e:
+            raise _refusal(e, raw) from None
+    try:
+        st = os.fstat(fd)
+        _check_regular(st, raw)
+        if st.st_nlink > 1:
+            raise PathRefused(
+                f"{raw!r} has {st.st_nlink} hard links; writing it would change the other names "
+                "too (maybe outside the workspace). Refused."
+            )
+        if isinstance(expected, FileState) and expected.exists:
+            digest, _size = hash_fd(fd)
+            if digest != expected.sha256:
+                raise PathRefused(
+                    f"{raw} changed after the preview was shown; not written. Read it again and "
+                    "propose the change anew."
+                )
+        os.lseek(fd, 0, os.SEEK_SET)
+        view = memoryview(data)
+        while view:
+            n = os.write(fd, view)
+            view = view[n:]
+        os.ftruncate(fd, len(data))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return real
+
+
+def check_regular_file(real: Path, raw: str) -> os.stat_result:
+    """lstat-based check that `real` is a regular file (no link followed)."""
+    try:
+        st = os.lstat(real)
+    except FileNotFoundError:
+        raise PathRefused(f"{raw!r} does not exist.") from None
+    _check_regular(st, raw)
+    return st

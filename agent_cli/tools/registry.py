@@ -65,6 +65,21 @@ def format_validation_error(name: str, err: ValidationError) -> str:
     return "\n".join(lines)
 
 
+def _json_kind(value: Any) -> str:
+    """The JSON name of a value's type: the model thinks in JSON, not Python."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list | tuple):
+        return "array"
+    return "object" if isinstance(value, dict) else type(value).__name__
+
+
 class Registry:
     def __init__(self, tools: Iterable[Tool] = ()) -> None:
         self._tools: dict[str, Tool] = {}
@@ -101,16 +116,17 @@ class Registry:
         return [t.spec() for t in self]
 
     def validate(self, call_id: str, name: Any, raw_input: Any) -> ValidCall:
-        """Turn a proposal into a frozen call, or raise CallRejected with the reason for the model."""
+        """Turn a proposal into a frozen call, or raise CallRejected with the reason for the
+        model."""
         tool = self.get(name) if isinstance(name, str) else None
         if tool is None:
             available = ", ".join(self.names()) or "(none)"
-            shown = json.dumps(name, ensure_ascii=True)
-            raise CallRejected(f"Unknown tool {shown}. Available tools: {available}.")
+            quoted = json.dumps(name, ensure_ascii=True)
+            raise CallRejected(f"Unknown tool {quoted}. Available tools: {available}.")
         if not isinstance(raw_input, dict):
             raise CallRejected(
                 f"Invalid arguments for {tool.name}: the input must be a JSON object, "
-                f"got {type(raw_input).__name__}."
+                f"got {_json_kind(raw_input)}."
             )
         if tool.validate_raw is not None:
             try:

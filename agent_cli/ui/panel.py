@@ -88,17 +88,33 @@ def approval_panel(request: ApprovalRequest) -> Panel:
 
 
 def discard_typeahead() -> None:
-    """Keys typed while the model was streaming must not answer the panel."""
+    """Keys typed while the model was streaming or a tool ran must not answer the panel.
+
+    Two places hold such keys: the terminal's input queue (flushed with termios) and
+    prompt-toolkit's own typeahead store, which keeps whatever the REPL prompt read past the Enter
+    that sent the message (`hello<Enter>y<Enter>` typed fast arrives in one read).
+    """
+    try:
+        if not sys.stdin.isatty():
+            return
+    except (AttributeError, ValueError):  # no stdin, or it was closed
+        return
     try:
         import termios
 
-        if sys.stdin.isatty():
-            termios.tcflush(sys.stdin.fileno(), termios.TCIFLUSH)
+        termios.tcflush(sys.stdin.fileno(), termios.TCIFLUSH)
     except (ImportError, OSError, ValueError):
         pass
+    if "prompt_toolkit" in sys.modules:
+        from prompt_toolkit.input.defaults import create_input
+        from prompt_toolkit.input.typeahead import clear_typeahead
+
+        clear_typeahead(create_input())
 
 
 def default_input() -> InputFn:
+    """A line editor for the answer on a terminal (its own history: a `y` must never be one
+    arrow-key away), plain `input` otherwise."""
     if sys.stdin.isatty() and os.environ.get("TERM") != "dumb":
         from prompt_toolkit import PromptSession
 

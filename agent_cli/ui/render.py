@@ -28,6 +28,8 @@ class Renderer:
         self.show_results = show_results
         self._streaming = False
         self._proposed: dict[str, object] = {}
+        self._reported: set[str] = set()
+        """Calls whose failure was already printed (invalid, refused): no need to repeat it."""
 
     def _end_stream(self) -> None:
         if self._streaming:
@@ -45,8 +47,10 @@ class Renderer:
             case ev.ToolProposed():
                 self._proposed[event.id] = event.input
             case ev.ToolInvalid():
+                self._reported.add(event.id)
                 c.print(Text("✗ ", style="red") + safe(f"{event.name}: {event.reason}", "red"))
             case ev.Approval() if event.decision == "denied" and event.by != "user":
+                self._reported.add(event.id)
                 c.print(Text("✗ ", style="red") + safe(f"{event.name}: {event.reason}", "red"))
             case ev.ToolStarted():
                 args = self._proposed.get(event.id, {})
@@ -54,7 +58,9 @@ class Renderer:
                         + safe(" " + brief_args(args), "dim"))
             case ev.ToolResultEvent():
                 self._proposed.pop(event.id, None)
-                if self.show_results:
+                if event.id in self._reported:
+                    self._reported.discard(event.id)
+                elif self.show_results:
                     self._result(event)
             case ev.Notice():
                 c.print(safe(event.message, "yellow"))

@@ -1,75 +1,144 @@
 """The prompt-toolkit REPL. Slash commands are plain functions that return what to print, so they
-are tested without a terminal; a few pty tests prove the real wiring."""
+are tested without a terminal; a few pty tests prove the real wiring (tests/test_repl_pty.py).
+
+Keys: Enter sends; Alt-Enter, Esc Enter and Ctrl-J insert a newline; Ctrl-C at the prompt clears
+the line; Ctrl-C during a turn cancels the turn (the loop turns it into `interrupt` events and
+error results); Ctrl-D leaves.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from agent_cli import events as ev
+from agent_cli.errors import AgentError
 from agent_cli.safe_text import one_line
 from agent_cli.ui.safe_rich import safe
 
 if TYPE_CHECKING:
+    from prompt_toolkit.history import History
+
     from agent_cli.session import Session
 
-HELP = """\
+PROMPT = "› "
+
+KEYS = """\
 Type a message and press Enter to send it.
   New line inside a message: Alt-Enter (or Esc then Enter), or Ctrl-J.
   Ctrl-C while the model replies or a tool runs: cancel that turn (every pending call is
   answered "interrupted") and come back here. Ctrl-C at the prompt clears the line.
-  Ctrl-D or /exit: leave.
+  Ctrl-D or /exit: leave. Up and Down walk through earlier messages (kept across sessions).
 Calls that only read run at once. Calls with effects show a panel: type y (or yes) to run
-that one call; anything else denies it. Add a reason after n (`n use ./tmp`) and the model
-sees it.
-Commands:
-  /help    this text
-  /tools   the tools offered to the model, with their effect class
-  /clear   forget the conversation so far (the log keeps it)
-  /log     where this session's log is written
-  /usage   tokens used in this session
-  /exit    leave"""
+that one call; Enter, anything else, Ctrl-C or Ctrl-D deny it. Add a reason after n
+(`n use ./tmp`), or type it at the `Reason (optional):` prompt, and the model sees it."""
 
 EXIT = object()
+"""Returned by a command to end the REPL."""
+
 Command = Callable[["Session", str], "RenderableType | object | None"]
 
 
+def command_lines() -> list[tuple[str, str]]:
+    """(name, summary) for each command; the summary is the first paragraph of its docstring, so
+    a command added to COMMANDS shows up in /help without a second list to keep in step."""
+    seen: set[int] = set()
+    lines: list[tuple[str, str]] = []
+    for name, fn in COMMANDS.items():
+        if id(fn) in seen:  # an alias (/quit)
+            continue
+        seen.add(id(fn))
+        summary = (fn.__doc__ or "").strip().split("\n\n")[0]
+        lines.append((name, " ".join(summary.split()).rstrip(".")))
+    return lines
+
+
+def help_text() -> str:
+    width = max(len(name) for name, _ in command_lines()) + 2
+    rows = [f"  {name.ljust(width)}{summary}" for name, summary in command_lines()]
+    return KEYS + "\nCommands:\n" + "\n".join(rows)
+
+
 def cmd_help(session: Session, arg: str) -> RenderableType:
-    return Text(HELP)
+    """This text: keys and commands.
+
+    So nobody has to guess how to type a newline or how to deny a call."""
+    return Text(help_text())
 
 
 def cmd_tools(session: Session, arg: str) -> RenderableType:
+    """The tools offered to the model, with their effect class.
+
+    Tells the user which calls will run at once and which will ask first."""
     table = Table(show_header=True, header_style="bold", box=None, padding=(0, 2))
-    table.add_column("tool")
-    table.add_column("effect")
+    table.add_column("tool", no_wrap=True)
+    table.add_column("effect", no_wrap=True)
     table.add_column("description", overflow="fold")
     for tool in session.registry:
-        table.add_row(safe(tool.name), Text(tool.effect, style="green" if tool.effect == "read"
-                                            else "red"),
-                      safe(one_line(tool.description, 200)))
+        effect = Text(tool.effect, style="green" if tool.effect == "read" else "red")
+        table.add_row(safe(tool.name), effect, safe(one_line(tool.description, 200)))
+    if len(session.registry) == 0:
+        return Text("No tools are loaded.", style="yellow")
     return table
 
 
 def cmd_clear(session: Session, arg: str) -> RenderableType:
+    """Forget the conversation so far (the log keeps it).
+
+    Starts afresh without losing the record."""
     session.clear()
     return Text("Conversation cleared; the log keeps everything.", style="dim")
 
 
 def cmd_log(session: Session, arg: str) -> RenderableType:
-    return Text(f"Session log: {session.log_path}")
+    """Where this session's log is written.
+
+    For replay, verify and resume afterwards."""
+    return Text.assemble("Session log: ", safe(str(session.log_path)))
 
 
 def cmd_usage(session: Session, arg: str) -> RenderableType:
-    u = session.loop.usage
-    return Text(f"Tokens this session: input {u.get('input_tokens', 0)}, "
-                f"output {u.get('output_tokens', 0)}")
+    """Tokens (and cost, where config `prices` has the model) per model and for the session, and
+    how full the context is."""
+    b = session.budget
+    context = (f"\ncontext: {b.last_sent_chars:,} characters sent at the last request "
+               f"(budget {b.budget_chars:,}; {b.last_elided} older tool results sent as stubs"
+               + (f", {b.last_dropped} old tool calls left out" if b.last_dropped else "") + ")")
+    return safe(session.usage.report() + context)
+
+
+def cmd_model(session: Session, arg: str) -> RenderableType | None:
+    """Show the model, or switch to another one for the rest of the session (logged)."""
+    name = arg.strip()
+    if not name:
+        return Text.assemble("Model: ", safe(f"{session.provider.name}:{session.provider.model}"),
+                             (" (/model NAME switches)", "dim"))
+    if len(name.split()) != 1 or len(name) > 200:
+        return Text("Usage: /model NAME (one word, e.g. /model claude-sonnet-4-5)", style="yellow")
+    old = session.provider.model
+    session.provider.model = name
+    # the notice is logged and shown by the renderer; nothing more to print
+    session.emit(ev.Notice(message=f"Model switched from {old} to {name}.", kind="model"))
+    return None
+
+
+def cmd_compact(session: Session, arg: str) -> RenderableType:
+    """Replace the conversation by a model-written summary; the log keeps everything."""
+    from agent_cli.context import compact
+
+    result = compact(session)
+    if not result.ok:
+        return safe(result.message, "yellow")
+    return safe("Summary now in the context:\n" + result.summary, "dim")
 
 
 def cmd_exit(session: Session, arg: str) -> object:
+    """Leave (same as Ctrl-D)."""
     return EXIT
 
 
@@ -79,42 +148,114 @@ COMMANDS: dict[str, Command] = {
     "/clear": cmd_clear,
     "/log": cmd_log,
     "/usage": cmd_usage,
+    "/model": cmd_model,
+    "/compact": cmd_compact,
     "/exit": cmd_exit,
     "/quit": cmd_exit,
 }
 
 
+def is_command(line: str) -> bool:
+    """A line is a command when its first word is `/name`; `/etc/hosts is odd` is a message."""
+    words = line.split(maxsplit=1)
+    if not words or not words[0].startswith("/"):
+        return False
+    return words[0].lower() in COMMANDS or "/" not in words[0][1:]
+
+
 def dispatch(session: Session, line: str) -> RenderableType | object | None:
+    """Run one slash command; an unknown one says which exist instead of reaching the model."""
     name, _, arg = line.strip().partition(" ")
     fn = COMMANDS.get(name.lower())
     if fn is None:
         known = " ".join(sorted(k for k in COMMANDS if k != "/quit"))
-        return Text(f"Unknown command {one_line(name, 40)}. Commands: {known}", style="yellow")
-    return fn(session, arg)
+        return Text.assemble(("Unknown command ", "yellow"), safe(one_line(name, 40), "yellow"),
+                             (f". Commands: {known}", "yellow"))
+    return fn(session, arg.strip())
+
+
+def open_history(history_file: Path) -> History:
+    """The prompt history file under AGENT_CLI_HOME; in memory when it cannot be written (a
+    read-only home must not stop the chat, the history just is not kept)."""
+    from prompt_toolkit.history import FileHistory, InMemoryHistory
+
+    try:
+        history_file.parent.mkdir(parents=True, exist_ok=True)
+        with open(history_file, "a", encoding="utf-8"):  # writable? (not a folder, not locked)
+            pass
+    except OSError:
+        return InMemoryHistory()
+    return FileHistory(str(history_file))
 
 
 def make_prompt(history_file: Path) -> Callable[[], str]:
+    """The real line editor: persistent history, Enter sends, Alt-Enter / Esc Enter / Ctrl-J add
+    a newline. prompt-toolkit is imported here so `agent-cli --help` never pays for it."""
     from prompt_toolkit import PromptSession
-    from prompt_toolkit.history import FileHistory
-    from prompt_toolkit.key_binding import KeyBindings
+    from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 
-    history_file.parent.mkdir(parents=True, exist_ok=True)
     kb = KeyBindings()
 
     @kb.add("escape", "enter")
+    @kb.add("escape", "c-j")
     @kb.add("c-j")
-    def _newline(event) -> None:  # type: ignore[no-untyped-def]
+    def _newline(event: KeyPressEvent) -> None:
         event.current_buffer.insert_text("\n")
 
-    ps: PromptSession[str] = PromptSession(history=FileHistory(str(history_file)),
-                                           key_bindings=kb, multiline=False)
-    return lambda: ps.prompt("› ")
+    ps: PromptSession[str] = PromptSession(history=open_history(history_file), key_bindings=kb,
+                                           multiline=False,
+                                           prompt_continuation=lambda width, n, soft: "… ")
+    return lambda: ps.prompt(PROMPT)
+
+
+class _ResultIds:
+    """Remembers which tool_use ids already have a result, so settling an interrupted turn never
+    answers one twice."""
+
+    def __init__(self) -> None:
+        self.ids: set[str] = set()
+
+    def __call__(self, event: ev.AnyEvent) -> None:
+        if isinstance(event, ev.ToolResultEvent):
+            self.ids.add(event.id)
+
+
+def settle_interrupted_turn(session: Session, answered: set[str]) -> None:
+    """A Ctrl-C that lands between the loop's own checkpoints (say while a reply is rendered)
+    escapes `send`. Answer every tool_use the model is still waiting on, so the next request stays
+    valid and the log says what happened."""
+    history: list[dict[str, Any]] = session.history
+    last = history[-1] if history else None
+    if last is not None and last.get("role") == "assistant" and isinstance(last.get("content"),
+                                                                           list):
+        uses = [b for b in last["content"] if isinstance(b, dict) and b.get("type") == "tool_use"]
+        results: list[dict[str, Any]] = []
+        for i, use in enumerate(uses):
+            call_id = str(use.get("id") or f"toolu_missing_{i}")
+            why = "not run: the user interrupted the turn before this call"
+            if call_id not in answered:
+                session.emit(ev.ToolResultEvent(id=call_id, name=str(use.get("name")),
+                                                is_error=True, content=why))
+            results.append({"type": "tool_result", "tool_use_id": call_id, "content": why,
+                            "is_error": True})
+        if results:
+            history.append({"role": "user", "content": results})
+    session.emit(ev.Interrupt(during="turn"))
+    session.emit(ev.TurnEnd(reason="interrupted", message="Interrupted; back at the prompt."))
+
+
+def banner(session: Session) -> Text:
+    return Text.assemble(("agent-cli", "bold"), " · ",
+                         safe(f"{session.provider.name}:{session.provider.model}"),
+                         " · workspace ", safe(str(session.workspace)), "\n",
+                         ("Type /help for keys and commands. Ctrl-D to leave.", "dim"))
 
 
 def run_repl(session: Session, console: Console, read: Callable[[], str]) -> None:
-    console.print(Text.assemble(("agent-cli", "bold"), f" · {session.provider.name}:"
-                                f"{session.provider.model} · workspace {session.workspace}\n",
-                                ("Type /help for keys and commands. Ctrl-D to leave.", "dim")))
+    """Read, send, repeat. `read` raises EOFError to leave and KeyboardInterrupt to drop a line."""
+    answered = _ResultIds()
+    session.sinks.append(answered)
+    console.print(banner(session))
     while True:
         try:
             line = read()
@@ -124,15 +265,24 @@ def run_repl(session: Session, console: Console, read: Callable[[], str]) -> Non
             break
         if not line.strip():
             continue
-        if line.strip().startswith("/"):
-            out = dispatch(session, line)
+        if is_command(line):
+            try:
+                out = dispatch(session, line)
+            except KeyboardInterrupt:
+                console.print(Text("Interrupted.", style="yellow"))
+                continue
             if out is EXIT:
                 break
             if out is not None:
                 console.print(out)
             continue
+        answered.ids.clear()
         try:
             session.send(line)
         except KeyboardInterrupt:
-            console.print(Text("Interrupted.", style="yellow"))
-    console.print(Text(f"Session log: {session.log_path}", style="dim"))
+            settle_interrupted_turn(session, answered.ids)
+        except AgentError as e:
+            console.print(safe(str(e), "bold red"))
+        if session.usage.turn_line():
+            console.print(safe(session.usage.turn_line(), "dim"))
+    console.print(Text.assemble(("Session log: ", "dim"), safe(str(session.log_path), "dim")))

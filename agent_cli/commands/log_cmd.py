@@ -1,0 +1,93 @@
+"""`agent-cli log verify` and `agent-cli log list`: integrity and an index of saved sessions."""
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+EXIT_OK = 0
+EXIT_FAULT = 1
+
+
+def register(app: typer.Typer) -> None:
+    from agent_cli.cli import Common, guarded, with_common
+
+    log_app = typer.Typer(help="Check and list session logs.", no_args_is_help=True,
+                          add_completion=False, rich_markup_mode=None)
+
+    @log_app.command("verify")
+    @guarded
+    def verify_cmd(
+        file: Annotated[Path, typer.Argument(help="The session log (.jsonl) to check.")],
+    ) -> None:
+        """Check the hash chain of a log. Exit 0: intact (a torn last line from a crash is only a
+        warning); 1: a line was edited, dropped, inserted or reordered; 2: the file cannot be
+        read."""
+        from rich.console import Console
+        from rich.text import Text
+
+        from agent_cli.errors import LogError
+        from agent_cli.session_log import verify
+        from agent_cli.ui.safe_rich import safe
+
+        out = Console(highlight=False)
+        err = Console(stderr=True, highlight=False)
+        try:
+            result = verify(file)
+        except LogError as e:
+            e.exit_code = 2
+            raise
+        for warning in result.warnings:
+            err.print(Text("warning: ", style="yellow") + safe(warning), soft_wrap=True)
+        if result.fault is not None:
+            out.print(Text("FAIL ", style="bold red") + safe(f"{file}: {result.fault}"),
+                      soft_wrap=True)
+            raise typer.Exit(EXIT_FAULT)
+        out.print(Text("OK ", style="bold green")
+                  + safe(f"{file}: {result.count} events, hash chain intact "
+                         f"(head {result.head})"), soft_wrap=True)
+        raise typer.Exit(EXIT_OK)
+
+    @log_app.command("list")
+    @with_common
+    @guarded
+    def list_cmd(
+        common: Common,
+        limit: Annotated[int, typer.Option("--limit", "-n", min=1,
+                                           help="How many sessions to show.")] = 20,
+    ) -> None:
+        """Recent sessions, newest first: start time, workspace, first prompt, and counts of
+        calls, approvals (by you) and denials. --workspace DIR shows only that workspace's."""
+        import time
+
+        from rich.console import Console
+        from rich.table import Table
+
+        from agent_cli.replay import list_sessions, sessions_dir
+        from agent_cli.safe_text import one_line
+        from agent_cli.ui.safe_rich import safe
+
+        console = Console(highlight=False)
+        settings = common.settings()
+        workspace = common.workspace_dir() if common.workspace is not None else None
+        sessions = list_sessions(settings, workspace, limit)
+        if not sessions:
+            console.print(safe(f"No sessions in {sessions_dir(settings)}.", "dim"))
+            return
+        table = Table(box=None, header_style="bold", padding=(0, 1))
+        for name in ("started (UTC)", "workspace", "first prompt", "calls", "approved",
+                     "denied", "log"):
+            kw: dict[str, Any] = {"justify": "right"} if name in ("calls", "approved",
+                                                                  "denied") else {}
+            table.add_column(name, overflow="fold", **kw)
+        for s in sessions:
+            started = time.strftime("%Y-%m-%d %H:%M", time.gmtime(s.started)) if s.started \
+                else "?"
+            table.add_row(started, safe(one_line(s.workspace)),
+                          safe(one_line(s.first_prompt, 60)), str(s.calls), str(s.approved),
+                          str(s.denied), safe(s.path.name))
+        console.print(table)
+
+    app.add_typer(log_app, name="log")
+
+

@@ -1,0 +1,98 @@
+"""`agent-cli replay LOG`: show a session again (never runs anything), or `--rerun` it."""
+
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+EXIT_OK = 0
+EXIT_DRIFT = 1
+EXIT_USAGE = 2
+
+
+def register(app: typer.Typer) -> None:
+    from agent_cli.cli import Common, fail, guarded, with_common
+
+    @app.command()
+    @with_common
+    @guarded
+    def replay(
+        common: Common,
+        log_file: Annotated[Path, typer.Argument(metavar="LOG",
+                                                 help="The session log (.jsonl).")],
+        turns: Annotated[Optional[str], typer.Option(  # noqa: UP045 (typer needs Optional)
+            "--turns", help="Only these turns: N, N-M, N- or -M (turn N starts at the Nth "
+            "user message).")] = None,
+        tools_only: Annotated[bool, typer.Option(
+            "--tools-only", help="Only tool calls: panels, decisions and results.")] = False,
+        output: Annotated[str, typer.Option(
+            "--output", "-o", help="text: as the terminal showed it; markdown: a readable "
+            "export; jsonl: the records themselves.")] = "text",
+        rerun: Annotated[bool, typer.Option(
+            "--rerun", help="Feed the recorded model replies back and run the tools again in "
+            "--workspace (write calls ask again); report results that differ. Exit 1 on "
+            "drift.")] = False,
+        reuse_approvals: Annotated[bool, typer.Option(
+            "--reuse-approvals", help="With --rerun: approve a call without asking only when "
+            "you approved the byte-identical call in the recording.")] = False,
+    ) -> None:
+        """Show a saved session again: user turns, model text, each approval panel with the
+        decision taken, and the results. Never runs a tool or calls a model (unless --rerun)."""
+        from rich.console import Console
+
+        from agent_cli import replay as rp
+
+        if output not in ("text", "markdown", "jsonl"):
+            raise fail("--output must be text, markdown or jsonl.", EXIT_USAGE)
+        if reuse_approvals and not rerun:
+            raise fail("--reuse-approvals only makes sense with --rerun.", EXIT_USAGE)
+        if rerun:
+            if common.workspace is None:
+                raise fail("--rerun runs the tools again: name the folder with --workspace DIR "
+                           "(a copy of the original workspace is best).", EXIT_USAGE)
+            if turns is not None or tools_only or output != "text":
+                raise fail("--rerun replays whole sessions; drop --turns, --tools-only and "
+                           "--output.", EXIT_USAGE)
+            raise typer.Exit(_rerun(common, log_file, reuse_approvals))
+        span = rp.parse_turns(turns)
+        err = Console(stderr=True, highlight=False)
+
+        def on_bad(message: str) -> None:
+            from agent_cli.ui.safe_rich import safe
+
+            err.print(safe(f"warning: {message}; skipped", "yellow"))
+
+        view: rp.View
+        if output == "jsonl":
+            view = rp.JsonlView(sys.stdout.write)
+        elif output == "markdown":
+            view = rp.MarkdownView(sys.stdout.write, log_file)
+        else:
+            view = rp.TextView(Console(highlight=False), log_file)
+        rp.show(log_file, view, turns=span, tools_only=tools_only, on_bad=on_bad)
+        sys.stdout.flush()
+        raise typer.Exit(EXIT_OK)
+
+    def _rerun(common: Common, log: Path, reuse: bool) -> int:
+        from rich.console import Console
+
+        from agent_cli import replay as rp
+        from agent_cli.approval import Approver, NonInteractiveApprover
+        from agent_cli.session import load_registry
+
+        console = Console(highlight=False)
+        approver: Approver
+        if sys.stdin.isatty():
+            from agent_cli.ui.panel import TerminalApprover
+
+            approver = TerminalApprover(console)
+        else:
+            approver = NonInteractiveApprover()
+        settings = common.settings()
+        registry, load = load_registry(settings, common.tools_dir)
+        report = rp.rerun(log, settings=settings, workspace=common.workspace_dir(),
+                          registry=registry, approver=approver, console=console,
+                          reuse_approvals=reuse, log_path=common.log, load_errors=load.errors)
+        rp.print_rerun_report(report, console)
+        return EXIT_DRIFT if report.drift else EXIT_OK

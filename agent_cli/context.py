@@ -1,0 +1,384 @@
+"""The context budget: what is sent to the model stays under a size, whatever the session's length.
+
+Two layers. The loop already caps each tool result (`Limits.output_cap`, head and tail kept, the
+cut stated). Here, before every request, the conversation is measured and, past
+`context_budget_chars`, the OLDEST tool results are replaced by a stub that says what was elided
+(tool name, size). The history list and its messages are never changed: the request gets a
+copy, and the session log keeps every result in full. tool_use/tool_result pairs stay whole
+(only a result's content is replaced, never a block or a message), and the newest results (the
+ones the model is about to read) are never elided.
+
+Size is measured in characters of the JSON of the messages (`json.dumps(messages,
+ensure_ascii=False)`), not tokens: it needs no tokenizer, works the same for every provider, and a
+token is roughly 3 to 4 characters of English or code. Tools and the system prompt are not
+counted (they are the same size on every request).
+
+`/compact` (see `compact`) goes further: it asks the model for a summary and starts a fresh
+context from it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from agent_cli import events as ev
+from agent_cli.errors import ProviderError
+from agent_cli.providers.base import ModelRequest
+
+if TYPE_CHECKING:
+    from agent_cli.session import Session
+
+Message = dict[str, Any]
+
+
+def json_size(value: Any) -> int:
+    """Characters of `value` as JSON, the unit of the budget."""
+    return len(json.dumps(value, ensure_ascii=False))
+
+
+def stub_text(name: str, size: int) -> str:
+    return (
+        f"[elided to fit the context budget: this {name} result ({size:,} characters) was "
+        "shown earlier; the session log keeps it. Call the tool again if you need it.]"
+    )
+
+
+@dataclass
+class _Entry:
+    message: Message  # held so its id() cannot be reused while cached
+    size: int
+    stubbed: Message | None = None
+    stubbed_size: int = 0
+    elided: int = 0
+    checked: bool = False
+
+
+class ContextBudget:
+    """`loop.prepare`: history -> the messages actually sent (a copy, stubbed past the budget).
+
+    Sizes are cached per message object, so a request costs O(messages) lookups plus the JSON of
+    new messages, not a re-serialisation of the whole conversation.
+    """
+
+    def __init__(self, budget_chars: int, emit: Callable[[ev.Notice], None] | None = None) -> None:
+        self.budget_chars = budget_chars
+        self.emit = emit
+        self._cache: dict[int, _Entry] = {}
+        self.last_full_chars = 0
+        """Size of the conversation before elision, at the last request."""
+        self.last_sent_chars = 0
+        """Size of what was sent at the last request."""
+        self.last_elided = 0
+        """Tool results sent as stubs at the last request."""
+        self.last_dropped = 0
+        """Whole tool exchanges left out of the last request (after stubs were not enough)."""
+        self._warned_cut = False
+        self._warned_over = False
+
+    def _entry(self, msg: Message, cache: dict[int, _Entry]) -> _Entry:
+        entry = self._cache.get(id(msg))
+        if entry is None or entry.message is not msg:
+            entry = _Entry(msg, json_size(msg))
+        cache[id(msg)] = entry
+        return entry
+
+    def __call__(self, history: list[Message]) -> list[Message]:
+        cache: dict[int, _Entry] = {}
+        entries = [self._entry(m, cache) for m in history]
+        self._cache = cache  # forget messages no longer in the history (/clear, /compact)
+        total = _list_size(e.size for e in entries)
+        self.last_full_chars = total
+        out = list(history)
+        elided = 0
+        if total > self.budget_chars:
+            # the last message holds the results the model has not read yet: keep it whole
+            for i in range(len(entries) - 1):
+                if total <= self.budget_chars:
+                    break
+                entry = entries[i]
+                if not entry.checked:
+                    entry.checked = True
+                    self._stub(entry, history[i - 1] if i > 0 else None)
+                if entry.stubbed is None or entry.stubbed_size >= entry.size:
+                    continue
+                out[i] = entry.stubbed
+                total -= entry.size - entry.stubbed_size
+                elided += entry.elided
+        dropped = 0
+        if total > self.budget_chars:
+            out, total, dropped = self._drop_oldest_exchanges(out, entries, total)
+        self.last_sent_chars = total
+        self.last_elided = elided
+        self.last_dropped = dropped
+        self._notify(elided, total)
+        return out
+
+    def _drop_oldest_exchanges(self, out: list[Message], entries: list[_Entry],
+                               total: int) -> tuple[list[Message], int, int]:
+        """Still over budget with every old result stubbed (a very long session: the stubs and
+        calls themselves add up). Drop the oldest tool exchanges whole: an assistant message
+        that only calls tools, with the user message that only answers them. The user's own
+        words are never dropped, role alternation holds, and a note says what went."""
+        drop: set[int] = set()
+        # room for the note each run of dropped exchanges leaves (an upper bound)
+        note_cost = json_size({"type": "text", "text": _note(10**9)}) + 2
+        i = 1
+        while i + 1 < len(out) - 1 and total > self.budget_chars:
+            a, u = out[i], out[i + 1]
+            if _only(a, "assistant", ("tool_use", "text")) and _only(u, "user", ("tool_result",)):
+                if i - 1 not in drop:
+                    total += note_cost
+                drop.update((i, i + 1))
+                total -= _size_of(out, entries, i) + _size_of(out, entries, i + 1) + 4
+                i += 2
+            else:
+                i += 1
+        total = _list_size(_size_of(out, entries, k) for k in range(len(out)) if k not in drop)
+        if not drop:
+            return out, total, 0
+        kept: list[Message] = []
+        run = 0
+        for j, msg in enumerate(out):
+            if j in drop:
+                run += 1
+                continue
+            if run:
+                kept[-1] = self._with_note(kept[-1], run // 2)
+                total += json_size(kept[-1]) - _size_of(out, entries, _index_of(out, j, drop))
+                run = 0
+            kept.append(msg)
+        return kept, total, len(drop) // 2
+
+    def _with_note(self, msg: Message, calls: int) -> Message:
+        content = msg.get("content")
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(
+            content or [])
+        return {**msg, "content": [*blocks, {"type": "text", "text": _note(calls)}]}
+
+    def _stub(self, entry: _Entry, prev: Message | None) -> None:
+        """Build (once) the message with its tool results replaced by stubs."""
+        msg = entry.message
+        content = msg.get("content")
+        if msg.get("role") != "user" or not isinstance(content, list):
+            return
+        names = _tool_names(prev)
+        blocks: list[Any] = []
+        count = 0
+        for block in content:
+            if isinstance(block, dict) and block.get("type") == "tool_result":
+                size = json_size(block.get("content", ""))
+                name = names.get(str(block.get("tool_use_id")), "tool")
+                text = stub_text(name, size)
+                if size > len(text) + 2:
+                    block = {**block, "content": text}
+                    count += 1
+            blocks.append(block)
+        if count:
+            entry.stubbed = {**msg, "content": blocks}
+            entry.stubbed_size = json_size(entry.stubbed)
+            entry.elided = count
+
+    def _notify(self, elided: int, total: int) -> None:
+        if self.emit is None:
+            return
+        if elided and not self._warned_cut:
+            self._warned_cut = True
+            self.emit(ev.Notice(
+                kind="context_budget",
+                message=f"The conversation passed the context budget ({self.budget_chars:,} "
+                        "characters): older tool results are now sent as short stubs (the log "
+                        "keeps them). /compact starts afresh from a summary.",
+            ))
+        if total > self.budget_chars and not self._warned_over:
+            self._warned_over = True
+            self.emit(ev.Notice(
+                kind="context_budget",
+                message=f"The conversation is {total:,} characters, over the context budget "
+                        f"({self.budget_chars:,}) even with old tool results elided. Use "
+                        "/compact or /clear if the model refuses it.",
+            ))
+        elif total <= self.budget_chars:
+            self._warned_over = False
+
+
+def _list_size(sizes: Any) -> int:
+    """len(json.dumps(list)) from the items' sizes: brackets plus ", " between items."""
+    n = 0
+    total = 2
+    for s in sizes:
+        total += s
+        n += 1
+    return total + 2 * max(n - 1, 0)
+
+
+def _note(calls: int) -> str:
+    return (f"[agent-cli dropped the {calls:,} tool call{'s' if calls != 1 else ''} that "
+            "followed here, with their results, to keep the conversation under its context "
+            "budget; the session log keeps them.]")
+
+
+def _only(msg: Message, role: str, kinds: tuple[str, ...]) -> bool:
+    content = msg.get("content")
+    return (msg.get("role") == role and isinstance(content, list) and bool(content)
+            and all(isinstance(b, dict) and b.get("type") in kinds for b in content)
+            and (role != "assistant" or any(b.get("type") == "tool_use" for b in content)))
+
+
+def _size_of(out: list[Message], entries: list[_Entry], i: int) -> int:
+    e = entries[i]
+    return e.stubbed_size if out[i] is e.stubbed else e.size
+
+
+def _index_of(out: list[Message], j: int, drop: set[int]) -> int:
+    """Index in `out` of the kept message just before position j."""
+    k = j - 1
+    while k in drop:
+        k -= 1
+    return k
+
+
+def _tool_names(assistant: Message | None) -> dict[str, str]:
+    if assistant is None or not isinstance(assistant.get("content"), list):
+        return {}
+    return {
+        str(b.get("id")): str(b.get("name"))
+        for b in assistant["content"]
+        if isinstance(b, dict) and b.get("type") == "tool_use"
+    }
+
+
+# ------------------------------------------------------------------ /compact
+
+SUMMARY_SYSTEM = (
+    "You summarise a coding session between a user and an assistant that uses tools, so the "
+    "assistant can continue the work from the summary alone."
+)
+SUMMARY_INSTRUCTION = (
+    "Summarise the conversation below for the assistant who will continue it. Keep: the user's "
+    "goals and instructions (quoted where exact wording matters), decisions made, files read or "
+    "changed and what is in them that still matters, commands run and their outcomes, errors "
+    "and denials with their reasons, and what remains to do. Be specific (paths, names, "
+    "numbers); leave out chatter. Answer with the summary only."
+)
+SUMMARY_PREFIX = (
+    "[This conversation was compacted by agent-cli; the full record is in the session log. "
+    "Summary of everything so far:]\n\n"
+)
+SUMMARY_ACK = "Understood. I will continue from this summary."
+TRANSCRIPT_RESULT_CAP = 2_000
+
+
+def transcript(messages: list[Message], cap_chars: int) -> str:
+    """The conversation as plain text for the summary request. Plain text, not tool blocks: the
+    request carries no tools, and both APIs reject tool blocks without them. Each tool result is
+    cut to its head and tail; past `cap_chars`, the oldest part is dropped (and said so)."""
+    lines: list[str] = []
+    for msg in messages:
+        role = str(msg.get("role"))
+        content = msg.get("content")
+        if isinstance(content, str):
+            lines.append(f"{role.upper()}: {content}")
+            continue
+        for b in content or []:
+            if not isinstance(b, dict):
+                continue
+            kind = b.get("type")
+            if kind == "text":
+                lines.append(f"{role.upper()}: {b.get('text', '')}")
+            elif kind == "tool_use":
+                args = json.dumps(b.get("input"), ensure_ascii=False)
+                lines.append(f"ASSISTANT CALLS {b.get('name')} {_clip(args, 1000)}")
+            elif kind == "tool_result":
+                body = b.get("content", "")
+                if not isinstance(body, str):
+                    body = json.dumps(body, ensure_ascii=False)
+                tag = "TOOL ERROR" if b.get("is_error") else "TOOL RESULT"
+                lines.append(f"{tag}: {_clip(body, TRANSCRIPT_RESULT_CAP)}")
+    text = "\n\n".join(lines)
+    if len(text) > cap_chars:
+        text = "[... the earliest part of the conversation was dropped ...]\n\n" + text[-cap_chars:]
+    return text
+
+
+def _clip(text: str, cap: int) -> str:
+    if len(text) <= cap:
+        return text
+    head = cap * 2 // 3
+    return f"{text[:head]} [... {len(text) - cap} characters cut ...] {text[-(cap - head):]}"
+
+
+def _pending_pair(history: list[Message]) -> list[Message]:
+    """Tool results the model has not answered yet (a turn cut by an error, a limit or Ctrl-C),
+    with the assistant message that asked for them: kept whole after compaction."""
+    if len(history) < 2:
+        return []
+    last, prev = history[-1], history[-2]
+    content = last.get("content")
+    if last.get("role") != "user" or not isinstance(content, list):
+        return []
+    if not any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content):
+        return []
+    if prev.get("role") != "assistant":
+        return []
+    return [prev, last]
+
+
+@dataclass
+class CompactResult:
+    ok: bool
+    message: str
+    summary: str = ""
+
+
+def compact(session: Session) -> CompactResult:
+    """Ask the model for a summary (one request, no tools) and start a fresh context from it:
+    history becomes [user: summary, assistant: ack] (or the pending tool_use/tool_result pair in
+    place of the ack). The log keeps everything; a Notice records the summary and its usage."""
+    history = session.history
+    if not history:
+        return CompactResult(False, "Nothing to compact yet.")
+    budget: ContextBudget | None = getattr(session, "budget", None)
+    cap = budget.budget_chars if budget is not None else 400_000
+    sent = budget(history) if budget is not None else history
+    body = transcript(sent, cap)
+    text = f"{SUMMARY_INSTRUCTION}\n\n<conversation>\n{body}\n</conversation>"
+    request = ModelRequest(
+        messages=[{"role": "user", "content": [{"type": "text", "text": text}]}],
+        tools=[],
+        system=SUMMARY_SYSTEM,
+        max_tokens=min(session.loop.limits.max_tokens, 4096),
+        model=session.provider.model,
+    )
+    before = json_size(history)
+    try:
+        reply = session.provider.complete(
+            request,
+            lambda _t: None,
+            lambda m: session.emit(ev.Notice(message=m, kind="retry")),
+        )
+    except ProviderError as e:
+        session.emit(ev.ErrorEvent(message=f"/compact failed: {e}", kind=e.kind))
+        return CompactResult(False, f"Could not compact; the conversation is unchanged. {e}")
+    summary = reply.text().strip()
+    if not summary:
+        return CompactResult(False, "The model returned no summary; the conversation is "
+                                    "unchanged.")
+    pending = _pending_pair(history)
+    fresh: list[Message] = [
+        {"role": "user", "content": [{"type": "text", "text": SUMMARY_PREFIX + summary}]}
+    ]
+    fresh += pending or [{"role": "assistant", "content": [{"type": "text", "text": SUMMARY_ACK}]}]
+    dropped = len(history) - len(pending)
+    history[:] = fresh
+    after = json_size(history)
+    message = (f"Compacted {dropped} messages ({before:,} characters) into a summary "
+               f"({after:,} characters); the log keeps the full conversation.")
+    # extra fields (the log keeps them): the summary itself, and the usage of the request
+    session.emit(ev.Notice.model_validate({
+        "message": message, "kind": "compact", "summary": summary, "usage": reply.usage,
+        "model": session.provider.model,
+    }))
+    return CompactResult(True, message, summary)

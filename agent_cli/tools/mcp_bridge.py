@@ -1,0 +1,771 @@
+"""MCP servers as a tool source, behind a small synchronous bridge.
+
+The official `mcp` SDK is async. All configured servers run in ONE background thread (an anyio
+blocking portal); each server is one long-lived task that owns its `Client` context from connect
+to stop, so cancel scopes nest the way anyio wants. The rest of agent-cli stays synchronous:
+
+- `MCPHub.start()` returns at once; servers connect in the background.
+- `MCPHub.sync()` runs on the main thread only (before each model request, at session start, in
+  `/mcp`): it adds and removes the hub's tools in the registry and emits the notices queued by the
+  background thread. The registry and the session log are never touched from another thread.
+- A tool's `run` (already on the loop's worker thread) hands the call to the portal and waits,
+  polling the loop's cancel flag so Ctrl-C reaches the server as a cancellation.
+
+Trust: annotations are hints from the server, shown as claims. Every MCP tool is `write` unless
+its server is configured `trusted` and the tool says readOnlyHint true. Tool definitions are
+pinned on first use (see mcp_pins.py); a changed one is kept out until the user accepts it.
+
+`mcp` and `jsonschema` are an optional extra: nothing here imports them at module level.
+"""
+
+from __future__ import annotations
+
+import atexit
+import concurrent.futures
+import contextlib
+import importlib.util
+import logging
+import math
+import re
+import threading
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agent_cli.tools.base import EmptyArgs, Tool, ToolContext, ToolOutput, canonical_json
+from agent_cli.tools.mcp_pins import PinStore
+
+if TYPE_CHECKING:
+    from agent_cli import events as ev
+    from agent_cli.config import MCPServer, Settings
+    from agent_cli.session import Session
+    from agent_cli.tools.registry import Registry
+
+NAME_OK = re.compile(r"[^a-zA-Z0-9_-]")
+MISSING_EXTRA = (
+    "MCP servers are configured ({names}) but the optional MCP support is not installed; "
+    "install it with: pip install 'agent-cli[mcp]' (or set enabled = false for those servers)."
+)
+STOP_GRACE_S = 8.0
+"""Longest wait for all servers to stop on close (the SDK's own shutdown is bounded at ~6 s)."""
+
+# The spec's defaults for missing annotations: not read-only, destructive, not idempotent, open.
+HINT_DEFAULTS = {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False,
+                 "openWorldHint": True}
+
+
+def mcp_available() -> bool:
+    """True when the optional extra (mcp + jsonschema) is importable; imports neither."""
+    return all(importlib.util.find_spec(m) is not None for m in ("mcp", "jsonschema"))
+
+
+def configured_servers(settings: Settings) -> dict[str, MCPServer]:
+    return dict(settings.mcp.get("servers", {}))
+
+
+def registry_name(server: str, tool: str) -> str:
+    """`SERVER__tool`, sanitised to the API's rule ^[a-zA-Z0-9_-]{1,64}$."""
+    return NAME_OK.sub("_", f"{server}__{tool}")[:64]
+
+
+def effect_of(trusted: bool, annotations: dict[str, Any]) -> str:
+    """`read` only when the user trusts the server AND the tool claims readOnlyHint true."""
+    return "read" if trusted and annotations.get("readOnlyHint") is True else "write"
+
+
+def describe_claims(annotations: dict[str, Any]) -> str:
+    """The annotations as the server's claims, with spec defaults marked, for panels and lists."""
+    parts: list[str] = []
+
+    def hint(key: str) -> tuple[bool, bool]:
+        value = annotations.get(key)
+        return (value if isinstance(value, bool) else HINT_DEFAULTS[key]), isinstance(value, bool)
+
+    ro, ro_set = hint("readOnlyHint")
+    parts.append(("read-only" if ro else "may change things") + ("" if ro_set else " (default)"))
+    if not ro:
+        de, de_set = hint("destructiveHint")
+        parts.append(("destructive" if de else "not destructive") + ("" if de_set else
+                                                                     " (default)"))
+        idem, idem_set = hint("idempotentHint")
+        parts.append(("idempotent" if idem else "not idempotent") + ("" if idem_set else
+                                                                     " (default)"))
+    ow, ow_set = hint("openWorldHint")
+    parts.append(("open world" if ow else "closed world") + ("" if ow_set else " (default)"))
+    return ", ".join(parts) + " (unverified)"
+
+
+def flatten_exception(exc: BaseException) -> BaseException:
+    """The first real cause inside nested exception groups (connect failures come wrapped)."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def exception_text(exc: BaseException) -> str:
+    exc = flatten_exception(exc)
+    if isinstance(exc, FileNotFoundError):
+        return f"command not found ({exc.filename or exc})"
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def format_result(result: Any) -> tuple[str, bool]:
+    """A CallToolResult as the text sent to the model, and whether it is an error.
+
+    Text blocks are kept; other blocks are described; structured content is added as JSON unless
+    a text block already carries exactly the same value (servers SHOULD mirror it as text)."""
+    import json
+
+    parts: list[str] = []
+    mirrored = False
+    structured = getattr(result, "structured_content", None)
+    for block in getattr(result, "content", []) or []:
+        kind = getattr(block, "type", "")
+        if kind == "text":
+            text = str(getattr(block, "text", ""))
+            parts.append(text)
+            if structured is not None and not mirrored:
+                try:
+                    mirrored = json.loads(text) == structured
+                except ValueError:
+                    pass
+        elif kind in ("image", "audio"):
+            size = len(str(getattr(block, "data", ""))) * 3 // 4
+            parts.append(f"[{kind} content: {getattr(block, 'mime_type', '?')}, about {size} "
+                         "bytes, not shown]")
+        elif kind == "resource_link":
+            parts.append(f"[resource link: {getattr(block, 'uri', '')} "
+                         f"{getattr(block, 'name', '')}]".rstrip())
+        elif kind == "resource":
+            res = getattr(block, "resource", None)
+            uri = getattr(res, "uri", "")
+            text = getattr(res, "text", None)
+            if isinstance(text, str):
+                parts.append(f"[resource {uri}]\n{text}")
+            else:
+                parts.append(f"[binary resource {uri}: {getattr(res, 'mime_type', '?')}, "
+                             "not shown]")
+        else:
+            parts.append(f"[{kind or 'unknown'} content, not shown]")
+    if structured is not None and not mirrored:
+        dumped = json.dumps(structured, ensure_ascii=False, indent=2)
+        parts.append(dumped if not parts else "structured content:\n" + dumped)
+    is_error = bool(getattr(result, "is_error", False))
+    text = "\n".join(parts)
+    if not text:
+        text = "(the tool returned an error with no content)" if is_error else "(no content)"
+    return text, is_error
+
+
+def _import_sdk() -> None:
+    import jsonschema  # noqa: F401
+    import mcp  # noqa: F401
+
+
+def make_validator(schema: dict[str, Any]) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """A `validate_raw` for the Tool contract: jsonschema, every reason listed, input unchanged."""
+    from jsonschema import validators
+
+    cls = validators.validator_for(schema)
+    cls.check_schema(schema)
+    checker = cls(schema)
+
+    def validate(raw: dict[str, Any]) -> dict[str, Any]:
+        errors = sorted(checker.iter_errors(raw), key=lambda e: [str(p) for p in e.path])
+        if errors:
+            lines = []
+            for err in errors:
+                where = ".".join(str(p) for p in err.absolute_path) or "(input)"
+                lines.append(f"- {where}: {err.message}")
+            raise ValueError("\n".join(lines))
+        return raw
+
+    return validate
+
+
+@dataclass
+class ToolEntry:
+    """One tool a server lists, as the hub sees it."""
+
+    remote: str
+    name: str
+    definition: dict[str, Any]
+    annotations: dict[str, Any]
+    effect: str
+    status: str = "offered"
+    """offered | held (changed since pinned) | refused (bad schema or name clash)"""
+    why: list[str] = field(default_factory=list)
+    tool: Tool | None = None
+
+
+@dataclass
+class ServerState:
+    name: str
+    config: MCPServer
+    errlog: Path
+    state: str = "starting"
+    """disabled | unavailable | starting | ready | failed | stopped | closed"""
+    reason: str = ""
+    protocol: str = ""
+    info: str = ""
+    tools: dict[str, ToolEntry] = field(default_factory=dict)
+    ready: threading.Event = field(default_factory=threading.Event)
+    deadline: float = 0.0
+    client: Any = None
+    stop: Any = None
+    """anyio.Event set (on the portal thread) to end the server task."""
+    task: concurrent.futures.Future[None] | None = None
+    closing: bool = False
+
+
+class _EofWatch:
+    """Wraps the transport's read stream to notice when the server goes away (EOF) between
+    calls, so its tools can be removed before the model tries them."""
+
+    def __init__(self, inner: Any, on_eof: Callable[[], None]) -> None:
+        self._inner = inner
+        self._on_eof = on_eof
+
+    def __aiter__(self) -> _EofWatch:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self._inner.__anext__()
+        except StopAsyncIteration:
+            self._on_eof()
+            raise
+
+    async def receive(self) -> Any:
+        import anyio
+
+        try:
+            return await self._inner.receive()
+        except anyio.EndOfStream:
+            self._on_eof()
+            raise
+
+    async def __aenter__(self) -> _EofWatch:
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> Any:
+        return await self._inner.__aexit__(*exc)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+class MCPHub:
+    """Owns the portal thread and every configured server; see the module docstring."""
+
+    def __init__(
+        self,
+        servers: dict[str, MCPServer],
+        registry: Registry,
+        emit: Callable[[ev.AnyEvent], None] | None,
+        *,
+        home: Path,
+        session_id: str,
+        pin_first_use: bool = True,
+    ) -> None:
+        self.registry = registry
+        self.emit = emit
+        self.pins = PinStore(home / "mcp-pins.json")
+        self.pin_first_use = pin_first_use
+        self.log_dir = home / "mcp-logs"
+        self.session_id = session_id
+        self.available = mcp_available()
+        self.servers: dict[str, ServerState] = {}
+        for name, cfg in servers.items():
+            errlog = self.log_dir / f"{session_id}-{NAME_OK.sub('_', name)}.log"
+            st = ServerState(name, cfg, errlog)
+            if not cfg.enabled:
+                st.state = "disabled"
+            elif not self.available:
+                st.state, st.reason = "unavailable", "the mcp extra is not installed"
+            self.servers[name] = st
+        self._lock = threading.Lock()
+        self._notices: list[tuple[str, str]] = []
+        self._registered: dict[str, Tool] = {}
+        self._portal: Any = None
+        self._thread: threading.Thread | None = None
+        self._files: list[Any] = []
+        self._log_handler: logging.Handler | None = None
+        self._closed = False
+        enabled = [n for n, s in self.servers.items() if s.config.enabled]
+        if enabled and not self.available:
+            self.note(MISSING_EXTRA.format(names=", ".join(enabled)), "mcp_error")
+
+    # -- lifecycle (main thread) ---------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start every enabled server in the background and return at once."""
+        todo = [s for s in self.servers.values() if s.state == "starting"]
+        if not todo or self._portal is not None:
+            return
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self._route_sdk_logging()
+        self._portal = self._start_portal()
+        atexit.register(self.close)
+        now = time.monotonic()
+        for st in todo:
+            st.deadline = now + st.config.timeout_s
+            st.task = self._portal.start_task_soon(self._serve, st)
+        self.note(f"MCP: starting {', '.join(s.name for s in todo)} in the background; "
+                   "their tools join when ready (/mcp shows the state).")
+
+    def _start_portal(self) -> Any:
+        """One daemon thread runs the event loop for every server. Not anyio's
+        start_blocking_portal: its context manager, if never exited, hangs interpreter exit."""
+        import anyio
+        from anyio.from_thread import BlockingPortal
+
+        box: concurrent.futures.Future[Any] = concurrent.futures.Future()
+
+        async def main() -> None:
+            async with BlockingPortal() as portal:
+                box.set_result(portal)
+                await portal.sleep_until_stopped()
+
+        def target() -> None:
+            try:
+                anyio.run(main)
+            except BaseException as e:
+                if not box.done():
+                    box.set_exception(e)
+
+        self._thread = threading.Thread(target=target, name="agent-cli-mcp", daemon=True)
+        self._thread.start()
+        return box.result(timeout=10)
+
+    def wait_ready(self, names: list[str] | None = None) -> None:
+        """Block until the named (default: all) servers left the `starting` state."""
+        for st in self.servers.values():
+            if names is not None and st.name not in names:
+                continue
+            if st.state == "starting":
+                st.ready.wait(max(0.0, st.deadline - time.monotonic()) + 1.0)
+
+    def close(self) -> None:
+        """Stop every server and the portal thread; leaves no process behind."""
+        if self._closed:
+            return
+        self._closed = True
+        portal = self._portal
+        if portal is not None:
+            for st in self.servers.values():
+                st.closing = True
+                if st.state == "starting" and st.task is not None:
+                    st.task.cancel()
+                elif st.stop is not None:
+                    with contextlib.suppress(Exception):
+                        portal.call(st.stop.set)
+            tasks = [st.task for st in self.servers.values() if st.task is not None]
+            concurrent.futures.wait(tasks, timeout=STOP_GRACE_S)
+            with contextlib.suppress(Exception):
+                portal.call(portal.stop, True)
+            if self._thread is not None:
+                self._thread.join(STOP_GRACE_S)
+            self._portal = None
+            atexit.unregister(self.close)
+        for st in self.servers.values():
+            if st.state in ("ready", "starting"):
+                st.state = "closed"
+        self._drop_all_tools()
+        for f in self._files:
+            with contextlib.suppress(OSError):
+                f.close()
+        if self._log_handler is not None:
+            logging.getLogger("mcp").removeHandler(self._log_handler)
+            self._log_handler.close()
+
+    def _route_sdk_logging(self) -> None:
+        """The SDK logs through `logging`; with no handler Python would print warnings to the
+        terminal, over the REPL. Send them to this session's MCP log file instead."""
+        handler = logging.FileHandler(self.log_dir / f"{self.session_id}-sdk.log",
+                                      encoding="utf-8", delay=True)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+        logger = logging.getLogger("mcp")
+        logger.addHandler(handler)
+        logger.propagate = False
+        self._log_handler = handler
+
+    # -- main-thread sync ------------------------------------------------------------------------
+
+    def sync(self, wait: bool = False) -> None:
+        """Apply server changes to the registry and emit queued notices (main thread only).
+
+        With `wait`, first wait for servers still starting (bounded by their timeout), so the
+        first model request of a session sees their tools."""
+        if wait and any(s.state == "starting" for s in self.servers.values()):
+            self.wait_ready()
+        with self._lock:
+            desired: dict[str, Tool] = {}
+            for st in self.servers.values():
+                if st.state != "ready":
+                    continue
+                for entry in st.tools.values():
+                    if entry.status == "offered" and entry.tool is not None:
+                        desired[entry.name] = entry.tool
+            notices, self._notices = self._notices, []
+        for name in list(self._registered):
+            if desired.get(name) is not self._registered[name]:
+                self.registry.remove(name)
+                del self._registered[name]
+        for name, tool in desired.items():
+            if name in self._registered:
+                continue
+            try:
+                self.registry.add(tool)
+            except ValueError as e:
+                self._refuse(name, f"name clash: {e}")
+                notices.append((f"MCP tool {name} was not added: {e}", "mcp_error"))
+                continue
+            self._registered[name] = tool
+        if self.emit is not None:
+            from agent_cli import events as ev
+
+            for message, kind in notices:
+                self.emit(ev.Notice(message=message, kind=kind))
+
+    def take_notices(self) -> list[str]:
+        """For callers without an event sink (`agent-cli mcp list`)."""
+        with self._lock:
+            notices, self._notices = self._notices, []
+        return [m for m, _ in notices]
+
+    def _refuse(self, name: str, why: str) -> None:
+        with self._lock:
+            for st in self.servers.values():
+                for entry in st.tools.values():
+                    if entry.name == name:
+                        entry.status, entry.why = "refused", [why]
+
+    def _drop_all_tools(self) -> None:
+        for name in list(self._registered):
+            self.registry.remove(name)
+        self._registered.clear()
+
+    def note(self, message: str, kind: str = "mcp") -> None:
+        with self._lock:
+            self._notices.append((message, kind))
+
+    # -- pins ------------------------------------------------------------------------------------
+
+    def held(self, server: str) -> dict[str, list[str]]:
+        st = self.servers.get(server)
+        if st is None:
+            return {}
+        with self._lock:
+            return {e.remote: list(e.why) for e in st.tools.values() if e.status == "held"}
+
+    def accept(self, server: str) -> list[str]:
+        """Pin the current definitions of a server's held tools and offer them again."""
+        st = self.servers.get(server)
+        if st is None:
+            raise KeyError(server)
+        with self._lock:
+            held = [e for e in st.tools.values() if e.status == "held"]
+            for e in held:
+                e.status, e.why = "offered", []
+        if held:
+            self.pins.accept(server, {e.remote: e.definition for e in held},
+                             [e.remote for e in held])
+        return [e.name for e in held]
+
+    # -- calls (loop worker thread) --------------------------------------------------------------
+
+    def call(self, server: str, remote: str, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        st = self.servers[server]
+        if st.state != "ready" or self._portal is None:
+            why = f": {st.reason}" if st.reason else ""
+            return ToolOutput(f"MCP server {server} is not running ({st.state}{why}); this tool "
+                              "is unavailable.", True)
+        try:
+            future = self._portal.start_task_soon(self._call_async, st, remote, args)
+        except RuntimeError:
+            return ToolOutput(f"MCP server {server} is shutting down; the call was not sent.",
+                              True)
+        while True:
+            try:
+                return future.result(timeout=0.05)
+            except concurrent.futures.TimeoutError:
+                if ctx.cancel.is_set():
+                    future.cancel()
+                    return ToolOutput("cancelled before the MCP server answered; outcome "
+                                      "unknown", True)
+            except concurrent.futures.CancelledError:
+                return ToolOutput("cancelled before the MCP server answered; outcome unknown",
+                                  True)
+            except BaseException as e:  # the async side maps what it knows; this is the rest
+                return ToolOutput(f"MCP call failed: {exception_text(e)}", True)
+
+    async def _call_async(self, st: ServerState, remote: str, args: dict[str, Any]) -> ToolOutput:
+        import anyio
+        from mcp import MCPError
+        from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+        from pydantic import ValidationError
+
+        timeout = st.config.timeout_s
+        client = st.client
+        if client is None:
+            return ToolOutput(f"MCP server {st.name} is not running.", True)
+        try:
+            with anyio.fail_after(timeout + 1.0):
+                result = await client.call_tool(remote, args, read_timeout_seconds=timeout)
+        except TimeoutError:
+            return ToolOutput(f"MCP server {st.name} did not answer within {timeout:g} s; the "
+                              "call was cancelled, outcome unknown.", True)
+        except MCPError as e:
+            if e.code == CONNECTION_CLOSED:
+                self._lost(st, "the connection closed during a call")
+                return ToolOutput(f"MCP server {st.name} closed the connection during the call "
+                                  "(it may have crashed); outcome unknown. Its tools were "
+                                  "removed.", True)
+            if e.code == REQUEST_TIMEOUT:
+                return ToolOutput(f"MCP server {st.name} did not answer within {timeout:g} s; "
+                                  "outcome unknown.", True)
+            return ToolOutput(f"MCP server {st.name} returned an error ({e.code}): {e.message}",
+                              True)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self._lost(st, "the connection is closed")
+            return ToolOutput(f"MCP server {st.name} is no longer connected; the call was not "
+                              "sent. Its tools were removed.", True)
+        except ValidationError as e:
+            return ToolOutput(f"MCP server {st.name} sent a malformed result: "
+                              f"{e.error_count()} validation error(s).", True)
+        except RuntimeError as e:  # structured content against the declared output schema
+            return ToolOutput(f"MCP server {st.name} sent a result that breaks its own output "
+                              f"schema: {e}", True)
+        text, is_error = format_result(result)
+        return ToolOutput(text, is_error)
+
+    def _lost(self, st: ServerState, why: str) -> None:
+        """The server went away (on the portal thread): drop its tools at the next sync."""
+        if st.closing or st.state != "ready":
+            return
+        with self._lock:
+            st.state, st.reason = "stopped", why
+            self._notices.append((f"MCP server {st.name} stopped ({why}; it may have crashed); "
+                                  f"its tools were removed. Server stderr: {st.errlog}",
+                                  "mcp_error"))
+
+    # -- the server task (portal thread) ---------------------------------------------------------
+
+    async def _serve(self, st: ServerState) -> None:
+        """Connect, list tools, stay connected until asked to stop. Raises only cancellation."""
+        import anyio
+
+        cancelled = anyio.get_cancelled_exc_class()
+        st.stop = anyio.Event()
+        # Importing the SDK takes ~0.35 s: do it off the event loop, which must stay free to
+        # accept the other servers' start requests without blocking the main thread.
+        await anyio.to_thread.run_sync(_import_sdk)
+        try:
+            errlog = open(st.errlog, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
+        except OSError as e:
+            self._failed(st, f"cannot open its stderr log {st.errlog}: {e}")
+            return
+        self._files.append(errlog)
+        try:
+            with anyio.CancelScope(deadline=anyio.current_time() + st.config.timeout_s) as scope:
+                async with self._connect(st, errlog) as client:
+                    listed = await self._list_tools(client)
+                    scope.deadline = math.inf
+                    self._ready(st, client, listed)
+                    await st.stop.wait()
+                    st.client = None
+            if scope.cancelled_caught and st.state == "starting":
+                self._failed(st, self._timeout_text(st))
+        except cancelled:
+            raise
+        except BaseException as e:  # connect failures arrive as nested exception groups
+            if isinstance(e, KeyboardInterrupt | SystemExit):
+                raise
+            if st.closing:
+                pass
+            elif st.state == "starting":
+                leaf = flatten_exception(e)
+                text = exception_text(e)
+                if "timed out" in text or isinstance(leaf, TimeoutError):
+                    text = self._timeout_text(st)
+                elif text in ("Connection closed", "MCPError: Connection closed"):
+                    text = "it exited or closed the connection before the handshake finished"
+                self._failed(st, text)
+            else:
+                self._lost(st, exception_text(e))
+        finally:
+            st.client = None
+            st.ready.set()
+
+    @staticmethod
+    def _timeout_text(st: ServerState) -> str:
+        text = f"it did not finish starting within {st.config.timeout_s:g} s"
+        if st.config.mode == "auto":
+            text += (" (a server that ignores the 2026-07-28 discovery request costs 10 s in "
+                     'mode "auto": try mode = "legacy" for it)')
+        return text
+
+    @contextlib.asynccontextmanager
+    async def _connect(self, st: ServerState, errlog: Any) -> AsyncIterator[Any]:
+        from mcp import Client, StdioServerParameters, stdio_client
+        from mcp_types import Implementation
+
+        from agent_cli import __version__
+
+        cfg = st.config
+        params = StdioServerParameters(
+            command=cfg.command, args=list(cfg.args), env=dict(cfg.env) or None,
+            cwd=str(Path(cfg.cwd).expanduser()) if cfg.cwd else None)
+
+        @contextlib.asynccontextmanager
+        async def transport() -> AsyncIterator[Any]:
+            async with stdio_client(params, errlog=errlog) as (read, write):
+                yield _EofWatch(read, lambda: self._lost(st, "the connection closed")), write
+
+        client = Client(transport(), mode=cfg.mode, read_timeout_seconds=cfg.timeout_s,
+                        client_info=Implementation(name="agent-cli", version=__version__),
+                        cache=None)
+        async with client:
+            st.protocol = str(client.protocol_version)
+            info = client.server_info
+            st.info = f"{info.name} {info.version}" if info is not None else ""
+            yield client
+
+    @staticmethod
+    async def _list_tools(client: Any) -> list[Any]:
+        tools: list[Any] = []
+        cursor: str | None = None
+        for _page in range(100):
+            page = await client.list_tools(cursor=cursor)
+            tools.extend(page.tools)
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        return tools
+
+    def _entries(self, st: ServerState, listed: list[Any]) -> dict[str, ToolEntry]:
+        entries: dict[str, ToolEntry] = {}
+        for t in listed:
+            definition = t.model_dump(by_alias=True, exclude_none=True, mode="json")
+            pinned = {k: definition.get(k) for k in ("name", "description", "inputSchema",
+                                                     "annotations")}
+            annotations = dict(definition.get("annotations") or {})
+            name = registry_name(st.name, t.name)
+            entry = ToolEntry(t.name, name, pinned, annotations,
+                              effect_of(st.config.trusted, annotations))
+            if name in entries:
+                entry.status = "refused"
+                entry.why = [f"its name becomes {name}, like {entries[name].remote}"]
+                entries[f"{name}#{t.name}"] = entry
+                continue
+            try:
+                entry.tool = self._make_tool(st, entry, t)
+            except Exception as e:  # a schema jsonschema cannot use: refuse that one tool
+                entry.status, entry.why = "refused", [f"unusable input schema: {e}"]
+            entries[name] = entry
+        return entries
+
+    def _make_tool(self, st: ServerState, entry: ToolEntry, t: Any) -> Tool:
+        schema = dict(t.input_schema)
+        validator = make_validator(schema)
+        server, remote = st.name, entry.remote
+        trust = "trusted" if st.config.trusted else "untrusted"
+
+        def run(args: Any, ctx: ToolContext) -> ToolOutput:
+            return self.call(server, remote, dict(args), ctx)
+
+        description = t.description or getattr(t, "title", None) or f"{remote} (MCP tool)"
+        return Tool(
+            name=entry.name, description=description, args=EmptyArgs, run=run,
+            effect="read" if entry.effect == "read" else "write",
+            timeout_s=st.config.timeout_s + 2.0, source=f"mcp:{server}", input_schema=schema,
+            validate_raw=validator,
+            extra_panel={"server": f"{server} ({trust}; calls the MCP tool {remote})",
+                         "server says": describe_claims(entry.annotations)},
+        )
+
+    def _ready(self, st: ServerState, client: Any, listed: list[Any]) -> None:
+        entries = self._entries(st, listed)
+        defs = {e.remote: e.definition for e in entries.values() if e.status != "refused"}
+        check = self.pins.check(st.name, defs, pin_first_use=self.pin_first_use)
+        for entry in entries.values():
+            if entry.remote in check.held and entry.status == "offered":
+                entry.status, entry.why = "held", check.held[entry.remote]
+        with self._lock:
+            st.tools, st.client, st.state = entries, client, "ready"
+            offered = [e.name for e in entries.values() if e.status == "offered"]
+            held = [e for e in entries.values() if e.status == "held"]
+            refused = [e for e in entries.values() if e.status == "refused"]
+            self._notices.append((f"MCP server {st.name} ready: {len(offered)} tool"
+                                  f"{'' if len(offered) == 1 else 's'}"
+                                  f"{' (' + ', '.join(offered) + ')' if offered else ''}.",
+                                  "mcp"))
+            for e in held:
+                self._notices.append((
+                    f"MCP tool {e.name} is kept out: its definition changed since you accepted "
+                    f"it ({'; '.join(e.why)}). Review and accept with /mcp accept {st.name} or "
+                    f"`agent-cli mcp accept {st.name}`.", "mcp_pin"))
+            for e in refused:
+                self._notices.append((f"MCP tool {st.name}/{e.remote} is not offered: "
+                                      f"{'; '.join(e.why)}.", "mcp_error"))
+            if check.gone:
+                self._notices.append((f"MCP server {st.name} no longer lists: "
+                                      f"{', '.join(check.gone)}.", "mcp"))
+        st.ready.set()
+
+    def _failed(self, st: ServerState, why: str) -> None:
+        with self._lock:
+            st.state, st.reason = "failed", why
+            self._notices.append((f"MCP server {st.name} could not start: {why}. Its tools are "
+                                  f"not offered; server stderr: {st.errlog}", "mcp_error"))
+        st.ready.set()
+
+    # -- views -----------------------------------------------------------------------------------
+
+    def snapshot(self) -> list[dict[str, Any]]:
+        """A plain copy of every server's state and tools, for `/mcp` and `agent-cli mcp list`."""
+        out: list[dict[str, Any]] = []
+        with self._lock:
+            for st in self.servers.values():
+                out.append({
+                    "name": st.name, "state": st.state, "reason": st.reason,
+                    "trusted": st.config.trusted, "mode": st.config.mode,
+                    "command": " ".join([st.config.command, *st.config.args]),
+                    "protocol": st.protocol, "info": st.info, "errlog": str(st.errlog),
+                    "tools": [{"name": e.name, "remote": e.remote, "effect": e.effect,
+                               "status": e.status, "why": list(e.why),
+                               "claims": describe_claims(e.annotations),
+                               "annotations": canonical_json(e.annotations)}
+                              for e in st.tools.values()],
+                })
+        return out
+
+
+def attach(session: Session) -> MCPHub | None:
+    """Start the session's configured MCP servers in the background and wire the hub in: it
+    syncs before every model request and stops with the session. None when none is configured."""
+    from agent_cli.config import home
+
+    servers = configured_servers(session.settings)
+    if not servers:
+        return None
+    hub = MCPHub(servers, session.registry, session.emit, home=home(),
+                 session_id=session.log_path.stem)
+    session.mcp = hub
+    previous = session.loop.prepare
+
+    def prepare(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        hub.sync(wait=True)
+        return previous(history) if previous is not None else history
+
+    session.loop.prepare = prepare
+    try:
+        hub.start()
+    except Exception as e:  # never let a broken MCP setup stop the session
+        hub.note(f"MCP servers could not be started: {exception_text(e)}", "mcp_error")
+    return hub

@@ -1,0 +1,314 @@
+"""Host overhead per tool call: what agent-cli itself costs around each model request + tool call.
+
+Three measurements against the fake Anthropic server (real SDK, streaming, loopback; the server
+runs in its own process and times its own handler so that time can be subtracted):
+
+1. headless `agent-cli run ... --output jsonl > /dev/null` for N sequential multiply calls:
+   overhead per call = (T(N) - T(0)) / N - server time per request;
+2. the same loop in-process (a Session with AnthropicProvider), so start-up is out of the picture,
+   with the call-to-call interval early and late in the longest run (is it flat?);
+3. a bare SDK client sending the same growing history, to split SDK cost from agent-cli's own.
+
+Goal: under 3 ms per call and flat in N, with one client and one reused connection.
+Usage: python bench/bench_overhead.py [--repeat R] [--ns 0,1,10,100,300] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import statistics
+import sys
+import tempfile
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import (
+    API_KEY,
+    MODEL,
+    REPO,
+    FakeProcess,
+    Stats,
+    clean_env,
+    header,
+    machine_line,
+    per_call,
+    run_child,
+    spawn_fake,
+)
+
+GOAL_MS = 3.0
+FLAT_TOLERANCE = 1.5
+"""Per-call cost at the largest N may be at most this many times the cost at N=10."""
+
+
+@dataclass
+class PerCall:
+    """Overhead per call at one N, three ways: wall (median, min) and the client's CPU time."""
+
+    wall: float
+    wall_min: float
+    cpu: float
+
+
+def agent_argv(n: int, workspace: Path) -> list[str]:
+    return [sys.executable, "-m", "agent_cli", "run", f"Multiply some numbers, calls={n}",
+            "--output", "jsonl", "--max-turns", str(n + 5), "--workspace", str(workspace)]
+
+
+def check_once(fake: FakeProcess, n: int, env: dict[str, str], ws: Path) -> list[str]:
+    """One captured run per N before timing: the figures mean nothing if the run was wrong."""
+    fake.reset()
+    r = run_child(agent_argv(n, ws), env=env, capture=True, timeout_s=120 + n)
+    s = fake.stats()
+    problems = []
+    if r.returncode != 0:
+        problems.append(f"N={n}: exit {r.returncode}: {r.stderr.strip()[-300:]}")
+    results = r.stdout.count('"type":"tool_result"')
+    if results != n:
+        problems.append(f"N={n}: {results} tool results in the jsonl output, expected {n}")
+    if s.requests != n + 1:
+        problems.append(f"N={n}: the fake saw {s.requests} requests, expected {n + 1}")
+    if len(s.client_ports) != 1:
+        problems.append(f"N={n}: {len(s.client_ports)} client connections, expected 1 (reuse)")
+    if s.streamed != s.requests:
+        problems.append(f"N={n}: {s.requests - s.streamed} requests were not streaming")
+    return problems
+
+
+def headless(fake: FakeProcess, ns: list[int], repeat: int, tmp: Path) -> dict[int, PerCall]:
+    """Subprocess runs, interleaved over N so drift on a noisy machine hits every N alike."""
+    header("1. headless `agent-cli run --output jsonl > /dev/null` (subprocess)")
+    home = tmp / "home"
+    ws = tmp / "ws"
+    home.mkdir()
+    ws.mkdir()
+    env = clean_env(ANTHROPIC_BASE_URL=fake.base_url, ANTHROPIC_API_KEY=API_KEY,
+                    AGENT_CLI_HOME=str(home))
+    problems = [p for n in ns for p in check_once(fake, n, env, ws)]
+    if problems:
+        print("the runs are wrong; no figures:\n  " + "\n  ".join(problems))
+        raise SystemExit(1)
+    print("checked: every N gives N tool results, N+1 streaming requests, one connection")
+    wall = {n: Stats() for n in ns}
+    cpu = {n: Stats() for n in ns}
+    server = {n: Stats() for n in ns}
+    rss = {n: Stats() for n in ns}
+    for _ in range(repeat):
+        for n in ns:
+            fake.reset()
+            r = run_child(agent_argv(n, ws), env=env, timeout_s=120 + n)
+            if r.returncode != 0:
+                print(f"N={n}: exit {r.returncode}; stopping")
+                raise SystemExit(1)
+            s = fake.stats()
+            wall[n].add(r.wall_s)
+            cpu[n].add(r.cpu_s)
+            server[n].add(s.handler_wall_s)
+            rss[n].add(r.peak_rss_mb)
+    print(f"{'N':>5}  {'wall':<40}  {'client CPU (median)':>19}  {'server':>9}  {'peak RSS':>8}")
+    for n in ns:
+        print(f"{n:>5}  {wall[n].fmt('s'):<40}  {cpu[n].median:17.3f} s  "
+              f"{server[n].median * 1e3:6.1f} ms  {rss[n].median:5.1f} MB")
+    out: dict[int, PerCall] = {}
+    print("per call = (T(N) - T(0)) / N - server time per request; from median wall, min wall, "
+          "and the client's median CPU time (the least disturbed by other load):")
+    for n in ns:
+        if n == 0:
+            continue
+        srv = (server[n].median - server[0].median) / n
+        med = per_call(wall[0], wall[n], n, srv)
+        low = per_call(wall[0], wall[n], n, srv, use_min=True)
+        on_cpu = per_call(cpu[0], cpu[n], n)
+        out[n] = PerCall(med, low, on_cpu)
+        print(f"  N={n:>4}: wall median {med * 1e3:7.2f} ms, wall min {low * 1e3:7.2f} ms, "
+              f"CPU {on_cpu * 1e3:6.2f} ms per call (server {srv * 1e3:.2f} ms per request)")
+    print("  (at small N one second of start-up noise swamps the difference: read the large N)")
+    return out
+
+
+def make_session(fake: FakeProcess, tmp: Path, name: str, sinks: list[Any]) -> Any:
+    from agent_cli.approval import NonInteractiveApprover
+    from agent_cli.config import Settings
+    from agent_cli.providers.anthropic import AnthropicProvider
+    from agent_cli.session import Session, load_registry
+
+    settings = Settings.model_validate({"model": MODEL, "max_turns": 100_000})
+    registry, report = load_registry(settings)
+    ws = tmp / "ws"
+    ws.mkdir(exist_ok=True)
+    provider = AnthropicProvider(MODEL, api_key=API_KEY, base_url=fake.base_url, max_retries=0)
+    return Session(settings, workspace=ws, provider=provider, registry=registry,
+                   approver=NonInteractiveApprover(), sinks=sinks,
+                   log_path=tmp / "logs" / f"{name}.jsonl", load_report=report)
+
+
+def in_process(fake: FakeProcess, ns: list[int], repeat: int,
+               tmp: Path) -> tuple[dict[int, PerCall], float]:
+    """A Session in this process: per-call cost without start-up, and its flatness."""
+    from agent_cli import events as ev
+
+    header("2. in-process Session + AnthropicProvider (no start-up)")
+    warm = make_session(fake, tmp, "warm", [])
+    warm.start()
+    warm.send("calls=2")  # imports the SDK, builds the client, opens the connection
+    warm.close()
+    turn = {n: Stats() for n in ns}
+    cpu = {n: Stats() for n in ns}
+    server = {n: Stats() for n in ns}
+    intervals: list[float] = []
+    cpu_intervals: list[float] = []
+    marks: list[float] = []
+    cpu_marks: list[float] = []
+    walls: list[float] = []
+
+    def stamp(event: ev.AnyEvent) -> None:
+        if isinstance(event, ev.ToolResultEvent):
+            marks.append(time.perf_counter())
+            cpu_marks.append(time.process_time())
+
+    runs = 0
+    for _ in range(repeat):
+        for n in ns:
+            runs += 1
+            marks.clear()
+            cpu_marks.clear()
+            session = make_session(fake, tmp, f"run{runs}", [stamp])
+            session.start()
+            fake.reset()
+            start, cpu_start = time.perf_counter(), time.process_time()
+            result = session.send(f"calls={n}")
+            elapsed, cpu_used = time.perf_counter() - start, time.process_time() - cpu_start
+            s = fake.stats()
+            session.close()
+            if result.reason != "end_turn" or len(marks) != n or len(s.client_ports) != 1:
+                print(f"N={n}: wrong run (reason {result.reason}, {len(marks)} results, "
+                      f"{len(s.client_ports)} connections); stopping")
+                raise SystemExit(1)
+            turn[n].add(elapsed)
+            cpu[n].add(cpu_used)
+            server[n].add(s.handler_wall_s)
+            if n == max(ns):
+                walls = s.walls_s
+                intervals = [b - a for a, b in itertools.pairwise(marks)]
+                cpu_intervals = [b - a for a, b in itertools.pairwise(cpu_marks)]
+    out: dict[int, PerCall] = {}
+    print("per call = (T(N) - T(0)) / N - server time per request; from median wall, min wall, "
+          "and this process's median CPU time:")
+    print(f"  N=   0: one request, no call: {turn[0].fmt('ms', 2)}")
+    for n in ns:
+        if n == 0:
+            continue
+        srv = (server[n].median - server[0].median) / n
+        pc = PerCall(per_call(turn[0], turn[n], n, srv),
+                     per_call(turn[0], turn[n], n, srv, use_min=True),
+                     per_call(cpu[0], cpu[n], n))
+        out[n] = pc
+        print(f"  N={n:>4}: wall median {pc.wall * 1e3:6.2f} ms, wall min "
+              f"{pc.wall_min * 1e3:6.2f} ms, CPU {pc.cpu * 1e3:6.2f} ms per call "
+              f"(server {srv * 1e3:.2f} ms per request)")
+    inside = float("nan")
+    big = max(ns)
+    if big >= 20 and walls:
+        k = max(5, big // 6)
+        # interval i spans request i+1 (0-based server index) and call i+1
+        net = [iv - walls[i + 1] for i, iv in enumerate(intervals) if i + 1 < len(walls)]
+        early, late = statistics.median(net[:k]), statistics.median(net[-k:])
+        c_early, c_late = (statistics.median(cpu_intervals[:k]),
+                           statistics.median(cpu_intervals[-k:]))
+        inside = c_late / c_early
+        print(f"flatness inside one N={big} turn, medians of call-to-call intervals: first {k} "
+              f"calls {early * 1e3:.2f} ms wall (server time subtracted) / {c_early * 1e3:.2f} ms "
+              f"CPU; last {k} calls {late * 1e3:.2f} ms wall / {c_late * 1e3:.2f} ms CPU; "
+              f"CPU ratio last/first {c_late / c_early:.2f}")
+    return out, inside
+
+
+def bare_sdk(fake: FakeProcess, n: int, repeat: int) -> tuple[float, float]:
+    """The SDK alone sending agent-cli's request shape with the same growing history."""
+    import anthropic
+
+    from agent_cli.config import DEFAULT_SYSTEM, Settings
+    from agent_cli.session import load_registry
+
+    header(f"3. bare anthropic SDK client, {n} streaming requests with a growing history")
+    warnings.filterwarnings("ignore", category=DeprecationWarning)  # model end-of-life notice
+    registry, _ = load_registry(Settings.model_validate({}))
+    tools = registry.specs()
+    client: Any = anthropic.Anthropic(api_key=API_KEY, base_url=fake.base_url, max_retries=0)
+    per_req = Stats()
+    cpu_req = Stats()
+    for _ in range(repeat):
+        history: list[dict[str, Any]] = [{"role": "user", "content": f"calls={n}"}]
+        fake.reset()
+        start, cpu_start = time.perf_counter(), time.process_time()
+        for _i in range(n + 1):
+            with client.messages.stream(model=MODEL, max_tokens=8192, messages=history,
+                                        tools=tools, system=DEFAULT_SYSTEM) as stream:
+                for _text in stream.text_stream:
+                    pass
+                final = stream.get_final_message()
+            history.append({"role": "assistant", "content": [b.model_dump(mode="json",
+                                                                           exclude_none=True)
+                                                             for b in final.content]})
+            uses = [b for b in final.content if b.type == "tool_use"]
+            if not uses:
+                break
+            history.append({"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": u.id, "content": "6"} for u in uses]})
+        elapsed, cpu_used = time.perf_counter() - start, time.process_time() - cpu_start
+        s = fake.stats()
+        per_req.add((elapsed - s.handler_wall_s) / s.requests)
+        cpu_req.add(cpu_used / s.requests)
+    print(f"SDK per request, server time subtracted: wall {per_req.fmt('ms', 2)}; "
+          f"CPU {cpu_req.fmt('ms', 2)}")
+    return per_req.median, cpu_req.median
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--ns", default="0,1,10,100,300")
+    parser.add_argument("--quick", action="store_true", help="N up to 100, 3 repeats")
+    args = parser.parse_args(argv)
+    ns = sorted({0, *(int(x) for x in args.ns.split(","))})
+    repeat = args.repeat
+    if args.quick:
+        ns, repeat = [n for n in ns if n <= 100], min(repeat, 3)
+    print(f"bench_overhead: {machine_line()}; repeat={repeat}; fake server in its own process")
+    sys.path.insert(0, str(REPO))
+    with spawn_fake() as fake, tempfile.TemporaryDirectory(prefix="bench-overhead-") as t:
+        tmp = Path(t)
+        sub = headless(fake, ns, repeat, tmp)
+        inproc, inside = in_process(fake, ns, repeat, tmp)
+        sdk_wall, sdk_cpu = bare_sdk(fake, max(ns), max(1, repeat // 2))
+    header("summary")
+    big = max(ns)
+    small = min((n for n in ns if n >= 10), default=big)
+    h, i = sub[big], inproc[big]
+    verdict = {True: "MET", False: "MISSED"}
+    print(f"headless, N={big}: {h.wall * 1e3:.2f} ms per call (wall median), "
+          f"{h.cpu * 1e3:.2f} ms (client CPU); goal < {GOAL_MS} ms: wall "
+          f"{verdict[h.wall * 1e3 < GOAL_MS]}, CPU {verdict[h.cpu * 1e3 < GOAL_MS]}")
+    print(f"in-process, N={big}: {i.wall * 1e3:.2f} ms per call (wall median), "
+          f"{i.cpu * 1e3:.2f} ms (CPU); goal < {GOAL_MS} ms: wall "
+          f"{verdict[i.wall * 1e3 < GOAL_MS]}, CPU {verdict[i.cpu * 1e3 < GOAL_MS]}")
+    flat_h, flat_i = h.cpu / sub[small].cpu, i.cpu / inproc[small].cpu
+    print(f"flat (CPU per call at N={big} / N={small}): headless {flat_h:.2f}, in-process "
+          f"{flat_i:.2f}, inside one turn last/first {inside:.2f}; goal <= {FLAT_TOLERANCE}: "
+          f"{verdict[max(flat_h, flat_i, inside) <= FLAT_TOLERANCE]}")
+    own = i.cpu - sdk_cpu
+    print(f"where the in-process CPU per call goes at N={big}: anthropic SDK request "
+          f"{sdk_cpu * 1e3:.2f} ms + agent-cli's own loop, log and tool {own * 1e3:.2f} ms "
+          f"(SDK wall {sdk_wall * 1e3:.2f} ms)")
+    print("connection: one client and one connection per run (checked on every run)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,153 @@
+"""Rendering cost: streamed answers and the approval panel.
+
+1. A markdown answer streamed in 8-character deltas through `agent_cli.ui.render.Renderer` to a
+   Rich console writing to memory (force_terminal, width 100): CPU time for 10 KB and 100 KB.
+   The ratio must be about 10 (linear): no re-rendering of the whole answer on each delta.
+2. The approval panel for a call with a 1 MB argument (many lines, then one single line).
+
+Usage: python bench/bench_render.py [--repeat R] [--delta 8]
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import random
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import REPO, Stats, header, machine_line, ratio
+
+sys.path.insert(0, str(REPO))
+
+LINEAR_LIMIT = 13.0
+"""CPU(100 KB) / CPU(10 KB) above this means the cost grows faster than the answer."""
+
+WORDS = ("agent tool call model stream render panel approval session log replay terminal "  # noqa: SIM905
+         "workspace argument schema result provider history budget token delta").split()
+
+
+def markdown(size: int, seed: int = 7) -> str:
+    """A deterministic markdown answer of exactly `size` characters: headings, prose, lists,
+    code blocks and tables, the mix a coding assistant writes."""
+    rng = random.Random(seed)
+    parts: list[str] = []
+    total = 0
+    i = 0
+    while total < size:
+        i += 1
+        kind = i % 5
+        if kind == 0:
+            block = f"## Section {i}\n\n"
+        elif kind == 1:
+            block = " ".join(rng.choice(WORDS) for _ in range(60)) + ".\n\n"
+        elif kind == 2:
+            block = "".join(f"- **{rng.choice(WORDS)}**: `{rng.choice(WORDS)}()` "
+                            f"{' '.join(rng.choice(WORDS) for _ in range(8))}\n"
+                            for _ in range(5)) + "\n"
+        elif kind == 3:
+            block = "```python\n" + "".join(
+                f"def {rng.choice(WORDS)}_{j}(x: int) -> int:\n    return x * {j}\n"
+                for j in range(4)) + "```\n\n"
+        else:
+            block = "| name | effect |\n|---|---|\n" + "".join(
+                f"| {rng.choice(WORDS)} | {rng.choice(('read', 'write'))} |\n"
+                for _ in range(4)) + "\n"
+        parts.append(block)
+        total += len(block)
+    return "".join(parts)[:size]
+
+
+def console() -> object:
+    from rich.console import Console
+
+    return Console(file=io.StringIO(), force_terminal=True, width=100, color_system="truecolor",
+                   highlight=False)
+
+
+def stream_cpu(text: str, delta: int) -> tuple[float, int]:
+    """CPU seconds to stream `text` through a Renderer; also the number of characters written."""
+    from agent_cli import events as ev
+    from agent_cli.ui.render import Renderer
+
+    con = console()
+    renderer = Renderer(con)  # type: ignore[arg-type]
+    pieces = [text[i:i + delta] for i in range(0, len(text), delta)]
+    reply = ev.ModelReply(content=[{"type": "text", "text": text}], stop_reason="end_turn",
+                          usage={}, model="bench")
+    start = time.process_time()
+    for piece in pieces:
+        renderer(ev.TextDelta(piece))
+    renderer(reply)
+    cpu = time.process_time() - start
+    return cpu, len(con.file.getvalue())  # type: ignore[attr-defined]
+
+
+def panel_cpu(value: str) -> tuple[float, int]:
+    """CPU seconds to build and print the approval panel for a write_file call holding `value`."""
+    from agent_cli.approval import ApprovalRequest
+    from agent_cli.ui.panel import approval_panel
+
+    con = console()
+    request = ApprovalRequest(call_id="toolu_bench", name="write_file", effect="write",
+                              args={"path": "notes/big.md", "content": value},
+                              args_hash="0" * 64, preview=None, description="Write a file.",
+                              source="tools.d/write_file.py")
+    start = time.process_time()
+    con.print(approval_panel(request))  # type: ignore[attr-defined]
+    cpu = time.process_time() - start
+    return cpu, len(con.file.getvalue())  # type: ignore[attr-defined]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--delta", type=int, default=8, help="characters per streamed delta")
+    args = parser.parse_args(argv)
+    print(f"bench_render: {machine_line()}; repeat={args.repeat}; "
+          f"Console(StringIO, force_terminal, width=100)")
+    stream_cpu(markdown(2000), args.delta)  # warm-up: imports, caches
+
+    header(f"1. streaming a markdown answer in {args.delta}-character deltas (CPU time)")
+    sizes = (10_000, 100_000)
+    cpu = {n: Stats() for n in sizes}
+    wrote = {}
+    for _ in range(args.repeat):
+        for n in sizes:
+            t, w = stream_cpu(markdown(n), args.delta)
+            cpu[n].add(t)
+            wrote[n] = w
+    for n in sizes:
+        per_kb = cpu[n].median / (n / 1000) * 1e3
+        print(f"  {n // 1000:>4} KB ({n // args.delta} deltas): {cpu[n].fmt('ms', 1)}; "
+              f"{per_kb:.2f} ms per KB; {cpu[n].median / (n / args.delta) * 1e6:.1f} us per "
+              f"delta; {wrote[n] // 1000} KB written")
+    r = cpu[100_000].median / cpu[10_000].median
+    verdict = "LINEAR" if r <= LINEAR_LIMIT else "SUPERLINEAR"
+    print(f"  ratio 100 KB / 10 KB = {ratio(cpu[100_000].median, cpu[10_000].median)} "
+          f"(linear = 10x; limit {LINEAR_LIMIT:.0f}x): {verdict}")
+
+    header("2. approval panel with a 1 MB argument (CPU time)")
+    lines_value = markdown(1_000_000, seed=11)
+    line_value = lines_value.replace("\n", " ")
+    for label, value in (("1 MB over many lines", lines_value), ("1 MB on one line", line_value)):
+        stats = Stats()
+        for _ in range(max(1, args.repeat // 2)):
+            t, w = panel_cpu(value)
+            stats.add(t)
+        print(f"  {label}: {stats.fmt('s', 2)}; {w // 1000} KB of terminal output")
+    print(f"peak RSS of this process: {_peak():.0f} MB")
+    return 0
+
+
+def _peak() -> float:
+    from common import self_peak_rss_mb
+
+    return self_peak_rss_mb()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,97 @@
+"""What run_command's guards cost, and what they save.
+
+1. Overhead: the median wall time of run_command's process runner (new session, scrubbed
+   environment, capped streaming read, group and leftover checks) against a bare
+   `subprocess.run(["true"])`, over many runs.
+2. Memory: the peak RSS (ru_maxrss) of a fresh Python process that runs
+   `head -c 1000000000 /dev/zero` through the runner and keeps only head and tail, against the
+   same process running `true`; and, for scale, what `subprocess.run(capture_output=True)` costs
+   for 100 MB.
+
+Run: python bench/bench_run_command.py [--runs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+
+from agent_cli.tools.procs import run_process, scrubbed_env
+
+CHILD = textwrap.dedent("""
+    import resource, subprocess, sys, time
+    from agent_cli.tools.procs import run_process, scrubbed_env
+    mode, size = sys.argv[1], int(sys.argv[2])
+    env = scrubbed_env()
+    start = time.monotonic()
+    if mode == "runner":
+        argv = ["head", "-c", str(size), "/dev/zero"] if size else ["true"]
+        res = run_process(argv, cwd=".", env=env, timeout_s=600)
+        total, kept = res.total_bytes, len(res.head) + len(res.tail)
+    else:
+        out = subprocess.run(["head", "-c", str(size), "/dev/zero"], capture_output=True).stdout
+        total, kept = len(out), len(out)
+    took = time.monotonic() - start
+    print(total, kept, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, f"{took:.3f}")
+""")
+
+
+def median_ms(fn: object, runs: int) -> float:
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        fn()  # type: ignore[operator]
+        times.append(time.perf_counter() - t)
+    return statistics.median(times) * 1000
+
+
+def child(mode: str, size: int) -> tuple[int, int, int, float]:
+    done = subprocess.run([sys.executable, "-c", CHILD, mode, str(size)], capture_output=True,
+                          text=True, check=True, cwd=tempfile.gettempdir())
+    total, kept, rss, took = done.stdout.split()
+    return int(total), int(kept), int(rss), float(took)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=300)
+    ns = parser.parse_args()
+    env = scrubbed_env()
+    cwd = tempfile.gettempdir()
+    print(f"python {platform.python_version()} on {platform.system()} {platform.machine()}, "
+          f"{os.cpu_count()} cpus, {len(os.listdir('/proc')) if os.path.isdir('/proc') else '?'}"
+          " /proc entries")
+
+    # Warm up both paths (imports, page cache).
+    for _ in range(10):
+        subprocess.run(["true"], check=False)
+        run_process(["true"], cwd=cwd, env=env, timeout_s=30)
+    bare = median_ms(lambda: subprocess.run(["true"], check=False), ns.runs)
+    ours = median_ms(lambda: run_process(["true"], cwd=cwd, env=env, timeout_s=30), ns.runs)
+    print(f"\n`true`, median of {ns.runs} runs:")
+    print(f"  subprocess.run          {bare:7.2f} ms")
+    print(f"  run_command runner      {ours:7.2f} ms   ({ours / bare:.1f}x, "
+          f"+{ours - bare:.2f} ms per call)")
+
+    _base_total, _, base_rss, _ = child("runner", 0)
+    gb = 1_000_000_000
+    total, kept, rss, took = child("runner", gb)
+    print("\npeak memory (ru_maxrss) of a fresh Python process:")
+    print(f"  runner, `true`                         {base_rss / 1024:7.1f} MB")
+    print(f"  runner, 1 GB of output (kept {kept:,} B) {rss / 1024:7.1f} MB  "
+          f"(+{(rss - base_rss) / 1024:.1f} MB; {total / took / 1e6:.0f} MB/s over {took:.2f} s)")
+    hundred = 100_000_000
+    _, _, cap_rss, _ = child("capture", hundred)
+    print(f"  subprocess.run(capture_output), 100 MB {cap_rss / 1024:7.1f} MB  "
+          f"(+{(cap_rss - base_rss) / 1024:.1f} MB, for comparison)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,234 @@
+"""Start-up time: `agent-cli --help`, and the time until the REPL prompt appears in a terminal.
+
+    python bench/bench_startup.py [--runs 10] [--profile]
+
+1. `agent-cli --help` wall time (the console script of this Python's environment, or
+   `python -m agent_cli` when there is none): median, min, max of N runs.
+2. `agent-cli chat --script examples/demo_script.json` in a pseudo-terminal: wall time from
+   spawning to the prompt character appearing (then Ctrl-D), N runs.
+3. Which heavy modules `import agent_cli.cli` pulls in (anthropic and mcp must not be among them).
+4. With --profile: `python -X importtime` of both paths, the biggest imports by cumulative time.
+
+Goals: --help under 0.15 s, prompt under 0.4 s. Figures only; nothing is asserted (the tests
+assert behaviour). Standard library only; Unix (it needs a pty).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pty
+import resource
+import select
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+SCRIPT = REPO / "examples" / "demo_script.json"
+DEMO_WORKSPACE = REPO / "examples" / "demo-workspace"
+PROMPT = "›".encode()
+GOAL_HELP_S = 0.15
+GOAL_PROMPT_S = 0.40
+HEAVY = ("anthropic", "mcp", "httpx", "httpx2", "prompt_toolkit", "rich", "pydantic", "typer")
+
+
+def help_command() -> list[str]:
+    script = Path(sys.executable).parent / "agent-cli"
+    if script.exists():
+        return [str(script), "--help"]
+    found = shutil.which("agent-cli")
+    return [found, "--help"] if found else [sys.executable, "-m", "agent_cli", "--help"]
+
+
+def base_env(home: Path, bytecode: bool) -> dict[str, str]:
+    """The children's environment. With `bytecode`, .pyc files are written and used, as after a
+    `pip install` (which compiles them). Without it none are written, so a module that has no
+    .pyc yet (a fresh checkout, plugin folders) is compiled from source on every start: what
+    PYTHONDONTWRITEBYTECODE=1 in a sandbox silently measures."""
+    env = dict(os.environ)
+    env.update(AGENT_CLI_HOME=str(home), PROMPT_TOOLKIT_NO_CPR="1", TERM="xterm-256color")
+    for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "PYTHONPROFILEIMPORTTIME"):
+        env.pop(var, None)
+    if bytecode:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+    else:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+def summary(label: str, samples: list[tuple[float, float]], goal: float | None = None) -> str:
+    """Wall-time median/min/max, and the median CPU time (user+sys) of the child: on a shared
+    machine the wall time swings with the load, the CPU time much less."""
+    walls = [w for w, _ in samples]
+    med = statistics.median(walls)
+    cpu = statistics.median(c for _, c in samples)
+    line = (f"{label:<30} median {med * 1000:6.1f} ms  min {min(walls) * 1000:6.1f} ms  "
+            f"max {max(walls) * 1000:6.1f} ms  cpu {cpu * 1000:6.1f} ms  (n={len(walls)})")
+    if goal is not None:
+        line += f"  goal < {goal * 1000:.0f} ms: {'met' if med < goal else 'MISSED'}"
+    return line
+
+
+def children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def time_help(runs: int, env: dict[str, str]) -> list[tuple[float, float]]:
+    cmd = help_command()
+    out: list[tuple[float, float]] = []
+    subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, check=True)  # warm the caches
+    for _ in range(runs):
+        cpu0 = children_cpu()
+        t0 = time.perf_counter()
+        subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, check=True)
+        out.append((time.perf_counter() - t0, children_cpu() - cpu0))
+    return out
+
+
+def chat_argv(workspace: Path, *python_flags: str) -> list[str]:
+    return [sys.executable, *python_flags, "-m", "agent_cli", "chat", "--script", str(SCRIPT),
+            "--workspace", str(workspace)]
+
+
+def time_prompt_once(workspace: Path, env: dict[str, str], stderr_file: Path | None = None,
+                     *python_flags: str) -> tuple[float, float]:
+    """Fork a chat in a pty: (seconds from fork to the prompt character on screen, CPU seconds
+    the child had used by then)."""
+    argv = chat_argv(workspace, *python_flags)
+    t0 = time.perf_counter()
+    pid, fd = pty.fork()
+    if pid == 0:
+        try:
+            os.chdir(workspace)
+            if stderr_file is not None:
+                err = os.open(stderr_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+                os.dup2(err, 2)
+            os.execve(sys.executable, argv, env)
+        finally:
+            os._exit(127)
+    seen = b""
+    elapsed = float("nan")
+    cpu_at_prompt: float | None = None
+    deadline = t0 + 30
+    try:
+        while time.perf_counter() < deadline:
+            ready, _, _ = select.select([fd], [], [], 0.5)
+            if not ready:
+                continue
+            try:
+                data = os.read(fd, 65536)
+            except OSError:
+                data = b""
+            if not data:
+                break
+            seen += data
+            if PROMPT in seen:
+                elapsed = time.perf_counter() - t0
+                cpu_at_prompt = proc_cpu(pid)
+                break
+        os.write(fd, b"\x04")
+        end = time.perf_counter() + 10
+        while time.perf_counter() < end:  # let it exit on its own (it writes its log)
+            ready, _, _ = select.select([fd], [], [], 0.2)
+            if ready:
+                try:
+                    if not os.read(fd, 65536):
+                        break
+                except OSError:
+                    break
+    finally:
+        done, _, usage = os.wait4(pid, os.WNOHANG)
+        if done == 0:
+            os.kill(pid, signal.SIGTERM)
+            _, _, usage = os.wait4(pid, 0)
+        os.close(fd)
+    if elapsed != elapsed:  # NaN: never saw the prompt
+        tail = seen[-400:].decode("utf-8", "replace")
+        raise SystemExit(f"the chat never showed its prompt; last output:\n{tail}")
+    if cpu_at_prompt is None:  # no /proc: the CPU time of the whole run, exit included
+        cpu_at_prompt = usage.ru_utime + usage.ru_stime
+    return elapsed, cpu_at_prompt
+
+
+def proc_cpu(pid: int) -> float | None:
+    """CPU seconds (user+sys) a running process has used so far, from /proc (Linux)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def heavy_modules(env: dict[str, str]) -> list[str]:
+    code = ("import sys, agent_cli.cli; "
+            f"print(' '.join(m for m in {HEAVY!r} if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True)
+    return out.stdout.split()
+
+
+def parse_importtime(text: str) -> list[tuple[int, int, str]]:
+    """(self us, cumulative us, name) from `python -X importtime` output."""
+    rows: list[tuple[int, int, str]] = []
+    for line in text.splitlines():
+        if not line.startswith("import time:") or "self [us]" in line:
+            continue
+        self_us, cum_us, name = line[len("import time:"):].split("|", 2)
+        rows.append((int(self_us), int(cum_us), name.rstrip()))
+    return rows
+
+
+def print_profile(title: str, text: str, top: int = 15) -> None:
+    rows = parse_importtime(text)
+    print(f"\n{title}: biggest imports by cumulative time (ms; nested names indented)")
+    for self_us, cum_us, name in sorted(rows, key=lambda r: -r[1])[:top]:
+        print(f"  {cum_us / 1000:8.1f} cum  {self_us / 1000:7.1f} self  {name}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--profile", action="store_true",
+                        help="also show python -X importtime for --help and for the chat start")
+    parser.add_argument("--no-bytecode", action="store_true",
+                        help="write no .pyc files (PYTHONDONTWRITEBYTECODE=1); modules that "
+                        "have none are compiled on every start")
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix="agent-cli-bench-") as tmp:
+        root = Path(tmp)
+        env = base_env(root / "home", bytecode=not args.no_bytecode)
+        workspace = root / "ws"
+        shutil.copytree(DEMO_WORKSPACE, workspace)
+        load = os.getloadavg()[0]
+        print(f"python {sys.version.split()[0]} on {sys.platform}, {os.cpu_count()} CPUs, "
+              f"load {load:.1f}; bytecode cache {'off' if args.no_bytecode else 'on'}; "
+              f"{' '.join(help_command())}")
+        helps = time_help(args.runs, env)
+        print(summary("agent-cli --help", helps, GOAL_HELP_S))
+        time_prompt_once(workspace, env)  # warm-up (bytecode caches, file cache)
+        prompts = [time_prompt_once(workspace, env) for _ in range(args.runs)]
+        print(summary("chat: spawn to prompt (pty)", prompts, GOAL_PROMPT_S))
+        heavy = heavy_modules(env)
+        print(f"after `import agent_cli.cli`: anthropic loaded: {'anthropic' in heavy}; "
+              f"mcp loaded: {'mcp' in heavy}; heavy modules present: {' '.join(heavy) or 'none'}")
+
+        if args.profile:
+            out = subprocess.run([sys.executable, "-X", "importtime", "-m", "agent_cli", "--help"],
+                                 env=env, capture_output=True, text=True, check=True)
+            print_profile("--help", out.stderr)
+            err = root / "chat-importtime.txt"
+            time_prompt_once(workspace, env, err, "-X", "importtime")
+            print_profile("chat start", err.read_text())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,257 @@
+"""Family 1: display spoofing.
+
+Hostile characters in a call's arguments, a tool's result, a file name, a call id, the model's
+text, a plugin's description and a replayed log. Whatever the placement, the terminal receives no
+raw control sequence (only the program's own SGR styling), each hidden character is shown as a
+visible token, a panel that holds one says so in its warning line, the model gets its data back
+unchanged, and nothing changes on disk unless the person typed yes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_cli import events as ev
+from agent_cli.replay import TextView, show
+
+from .conftest import (
+    MARKUP,
+    PAYLOADS,
+    WARNING,
+    Harness,
+    assert_shown_as_tokens,
+    assert_terminal_clean,
+    calls,
+    cli,
+    done,
+    flat,
+    make_console,
+    use,
+    write_plugin,
+)
+
+PAYLOAD_IDS = list(PAYLOADS)
+
+
+def _denied_write(o: Any) -> None:
+    """(b) and (c) for a write call the person refused."""
+    [result] = o.sent_back(1)
+    assert result["is_error"] is True
+    assert "The user denied this call." in result["content"]
+    assert o.disk_changes() == {}
+
+
+# --------------------------------------------------------------------------- in a call's arguments
+
+
+@pytest.mark.parametrize("name", PAYLOAD_IDS)
+def test_payload_in_argument_value(harness: Harness, name: str) -> None:
+    payload = PAYLOADS[name]
+    o = harness.run([calls(use("write_file", {"path": "out.txt", "content": payload})), done()],
+                    [""])
+    assert o.panels == 1
+    assert_terminal_clean(o.terminal)
+    assert_shown_as_tokens(o.terminal, payload)
+    assert WARNING in o.shown
+    _denied_write(o)
+
+
+@pytest.mark.parametrize("name", PAYLOAD_IDS)
+def test_payload_in_path_argument(harness: Harness, name: str) -> None:
+    payload = PAYLOADS[name]
+    path = f"docs/{payload}.md"
+    o = harness.run([calls(use("write_file", {"path": path, "content": "hi\n"})), done()], ["n"])
+    assert o.panels == 1
+    assert_terminal_clean(o.terminal)
+    assert_shown_as_tokens(o.terminal, payload)
+    assert WARNING in o.shown
+    _denied_write(o)
+
+
+@pytest.mark.parametrize("name", PAYLOAD_IDS)
+def test_payload_in_approved_call_runs_exactly_as_shown(harness: Harness, name: str) -> None:
+    """A yes runs the value with its hidden characters intact: the panel showed them, so the
+    person approved them; nothing is silently 'cleaned' between the panel and the write."""
+    payload = PAYLOADS[name]
+    o = harness.run([calls(use("write_file", {"path": "out.txt", "content": payload})), done()],
+                    ["y"])
+    assert_terminal_clean(o.terminal)
+    assert_shown_as_tokens(o.terminal, payload)
+    [result] = o.sent_back(1)
+    assert not result.get("is_error"), result
+    changed = o.disk_changes()
+    assert list(changed) == [str(harness.workspace / "out.txt")]
+    assert (harness.workspace / "out.txt").read_bytes() == payload.encode("utf-8")
+
+
+# --------------------------------------------------------------------------- in results and names
+
+
+@pytest.mark.parametrize("name", PAYLOAD_IDS)
+def test_payload_in_tool_result(harness: Harness, name: str) -> None:
+    payload = PAYLOADS[name]
+    (harness.workspace / "hostile.txt").write_text(payload, encoding="utf-8")
+    o = harness.run([calls(use("read_file", {"path": "hostile.txt"})), done()])
+    assert o.panels == 0
+    assert_terminal_clean(o.terminal)
+    assert_shown_as_tokens(o.terminal, payload)
+    [result] = o.sent_back(1)
+    assert result["content"] == payload, "the model gets the file's data unchanged"
+    assert o.disk_changes() == {}
+
+
+@pytest.mark.parametrize("name", PAYLOAD_IDS)
+def test_payload_in_file_name(harness: Harness, name: str) -> None:
+    file_name = PAYLOADS[name].replace("/", "_").replace("\x00", "")
+    (harness.workspace / file_name).write_text("x")
+    o = harness.run([calls(use("list_dir", {"path": "."})), done()])
+    assert_terminal_clean(o.terminal)
+    assert_shown_as_tokens(o.terminal, file_name)
+    [result] = o.sent_back(1)
+    assert file_name in result["content"]
+    assert o.disk_changes() == {}
+
+
+@pytest.mark.parametrize("name", PAYLOAD_IDS)
+def test_payload_in_call_id(harness: Harness, name: str) -> None:
+    """The id is model output too (a proxy or another provider may send anything); it is in the
+    panel's title."""
+    call_id = "toolu_" + PAYLOADS[name]
+    o = harness.run([calls(use("write_file", {"path": "a.txt", "content": "a"}, call_id)),
+                     done()], [""])
+    assert o.panels == 1
+    assert_terminal_clean(o.terminal)
+    assert_shown_as_tokens(o.terminal, call_id)
+    [result] = o.sent_back(1)
+    assert result["tool_use_id"] == call_id, "the id is echoed to the model exactly"
+    _denied_write(o)
+
+
+@pytest.mark.parametrize("name", PAYLOAD_IDS)
+def test_payload_in_model_text(harness: Harness, name: str) -> None:
+    payload = PAYLOADS[name]
+    o = harness.run([{"content": [{"type": "text", "text": f"Here you go: {payload}"}],
+                      "stop_reason": "end_turn"}])
+    assert_terminal_clean(o.terminal)
+    assert_shown_as_tokens(o.terminal, payload)
+    assert len(o.requests) == 1
+    assert o.disk_changes() == {}
+
+
+# --------------------------------------------------------------------------- tool descriptions
+
+DESCRIBED_PLUGIN = '''
+from pydantic import BaseModel
+from agent_cli.tools import Tool
+
+
+class Args(BaseModel):
+    x: str
+
+
+TOOL = Tool(name="described", description={description!r} + " END-OF-DESCRIPTION",
+            args=Args, effect="read", run=lambda a, c: "ok")
+'''
+
+
+@pytest.mark.parametrize("name", PAYLOAD_IDS)
+def test_payload_in_tool_description(harness: Harness, tmp_path: Path, name: str) -> None:
+    payload = PAYLOADS[name]
+    folder = tmp_path / "plugins"
+    write_plugin(folder, "described", DESCRIBED_PLUGIN.format(description=payload))
+    before = harness.snapshot()
+    code, out = cli(["tools", "--tools-dir", str(folder), "--workspace", str(harness.workspace)])
+    assert code == 0, out
+    assert_terminal_clean(out)
+    assert_shown_as_tokens(out, payload)
+    assert "END-OF-DESCRIPTION" in out, "the description is shown in full"
+    assert harness.snapshot() == before
+
+
+# --------------------------------------------------------------------------- replayed logs
+
+
+@pytest.mark.parametrize("name", PAYLOAD_IDS)
+def test_payload_in_replayed_log(harness: Harness, name: str) -> None:
+    payload = PAYLOADS[name]
+    (harness.workspace / "hostile.txt").write_text(payload, encoding="utf-8")
+    o = harness.run([
+        calls(use("read_file", {"path": "hostile.txt"}, "toolu_r"),
+              use("write_file", {"path": "out.txt", "content": payload}, "toolu_w"),
+              text=f"reading {payload}"),
+        done(),
+    ], ["n " + payload])
+    assert_terminal_clean(o.terminal)
+    assert o.disk_changes() == {}
+    console, buf = make_console()
+    before = harness.snapshot()
+    stats = show(o.log_path, TextView(console, o.log_path))
+    shown = buf.getvalue()
+    assert stats.bad == []
+    assert_terminal_clean(shown)
+    assert_shown_as_tokens(shown, payload)
+    assert WARNING in shown, "the replayed panel flags the hidden characters too"
+    assert "Approvecalltoolu_w" in flat(shown)
+    assert harness.snapshot() == before, "replay never runs anything"
+    # what the model was sent back is in the log exactly as it was sent
+    results = {e.id: e for e in o.logged(ev.ToolResultEvent)}
+    assert results["toolu_r"].content == payload
+    assert results["toolu_w"].is_error
+
+
+# --------------------------------------------------------------------------- markup and emoji
+
+
+@pytest.mark.parametrize("name", list(MARKUP))
+@pytest.mark.parametrize("where", ["argument", "result", "description", "replay"])
+def test_markup_is_shown_literally(harness: Harness, tmp_path: Path, name: str,
+                                   where: str) -> None:
+    text = MARKUP[name]
+    (harness.workspace / "m.txt").write_text(text)
+    if where == "description":
+        folder = tmp_path / "plugins"
+        write_plugin(folder, "described", DESCRIBED_PLUGIN.format(description=text))
+        code, out = cli(["tools", "--tools-dir", str(folder)])
+        assert code == 0
+    else:
+        o = harness.run([calls(use("read_file", {"path": "m.txt"}, "toolu_r"),
+                               use("write_file", {"path": "o.txt", "content": text}, "toolu_w")),
+                         done()], [""])
+        assert o.sent_back(1)[0]["content"] == text
+        _denied_write_results = o.sent_back(1)[1]
+        assert _denied_write_results["is_error"] is True
+        assert o.disk_changes() == {}
+        out = o.terminal
+        if where == "replay":
+            console, buf = make_console()
+            show(o.log_path, TextView(console, o.log_path))
+            out = buf.getvalue()
+    assert_terminal_clean(out)
+    assert flat(text) in flat(out), "markup and emoji codes are shown as typed"
+    assert "\x1b]8;" not in out, "no hyperlink was made"
+
+
+# --------------------------------------------------------------------------- look-alike keys
+
+LOOKALIKE_KEYS = {
+    "cyrillic-path": {"\u0440\u0430th": "../outside/secret.txt", "content": "x"},
+    "greek-content": {"path": "a.txt", "c\u03bfntent": "x"},
+    "fullwidth-path": {"\uff50ath": "a.txt", "content": "x"},
+    "zero-width-key": {"path\u200b": "a.txt", "path": "b.txt", "content": "x"},
+    "capitalised": {"Path": "a.txt", "content": "x"},
+}
+
+
+@pytest.mark.parametrize("name", list(LOOKALIKE_KEYS))
+def test_lookalike_key_rejected_as_unknown(harness: Harness, name: str) -> None:
+    o = harness.run([calls(use("write_file", LOOKALIKE_KEYS[name])), done()], ["y"])
+    assert o.panels == 0, "an invalid call never reaches the panel"
+    assert_terminal_clean(o.terminal)
+    [result] = o.sent_back(1)
+    assert result["is_error"] is True
+    assert "unknown field" in result["content"]
+    assert o.disk_changes() == {}
+    assert len(o.of(ev.ToolInvalid)) == 1 and o.of(ev.ToolStarted) == []

@@ -1,0 +1,263 @@
+"""The REPL without a terminal: slash commands are functions of a Session, `run_repl` takes its
+input as a function. A real Session (scripted provider, bundled tools, a log in tmp) and a
+recorded Console stand in for the person at the keyboard."""
+
+from __future__ import annotations
+
+import io
+import itertools
+import json
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+from rich.console import Console
+
+from agent_cli import events as ev
+from agent_cli.approval import ScriptedApprover
+from agent_cli.config import Settings
+from agent_cli.providers.scripted import ScriptedProvider
+from agent_cli.session import Session
+from agent_cli.tools.base import Tool
+from agent_cli.tools.loader import load_tools
+from agent_cli.ui import repl
+from agent_cli.ui.render import Renderer
+
+
+def recording_console() -> Console:
+    return Console(file=io.StringIO(), width=100, record=True, force_terminal=True,
+                   color_system="truecolor", highlight=False)
+
+
+def shown(console: Console, *renderables: Any) -> str:
+    for r in renderables:
+        console.print(r)
+    return console.export_text()
+
+
+class Rig:
+    def __init__(self, tmp_path: Path, workspace: Path, replies: Iterable[Any] = (),
+                 answers: Iterable[str] = ()) -> None:
+        self.console = recording_console()
+        self.provider = ScriptedProvider(list(replies))
+        registry, report = load_tools([])
+        assert not report.errors
+        self.log_path = tmp_path / "session.jsonl"
+        settings = Settings.model_validate({"provider": "scripted"})
+        self.session = Session(settings, workspace=workspace, provider=self.provider,
+                               registry=registry,
+                               approver=ScriptedApprover(answers),
+                               sinks=[Renderer(self.console)], log_path=self.log_path)
+        self.session.start()
+
+    def events(self) -> list[dict[str, Any]]:
+        return [json.loads(x) for x in self.log_path.read_text().splitlines() if x.strip()]
+
+    def run(self, inputs: list[str | type[BaseException]]) -> str:
+        """Feed lines to run_repl; an exception class in the list is raised by `read` instead."""
+        feed = iter(inputs)
+
+        def read() -> str:
+            item = next(feed, EOFError)
+            if isinstance(item, str):
+                return item
+            raise item
+
+        repl.run_repl(self.session, self.console, read)
+        return self.console.export_text()
+
+
+@pytest.fixture
+def rig(tmp_path: Path, workspace: Path) -> Callable[..., Rig]:
+    def make(replies: Iterable[Any] = (), answers: Iterable[str] = ()) -> Rig:
+        return Rig(tmp_path, workspace, replies, answers)
+
+    return make
+
+
+def end_turn(text: str, usage: dict[str, int] | None = None) -> dict[str, Any]:
+    reply: dict[str, Any] = {"content": [{"type": "text", "text": text}],
+                             "stop_reason": "end_turn"}
+    if usage:
+        reply["usage"] = usage
+    return reply
+
+
+# --------------------------------------------------------------------------- commands
+
+
+def test_help_names_the_keys_and_every_command(rig: Callable[..., Rig]) -> None:
+    r = rig()
+    out = shown(r.console, repl.dispatch(r.session, "/help"))
+    for key in ("Alt-Enter", "Esc then Enter", "Ctrl-J", "Ctrl-C", "Ctrl-D", "y (or yes)",
+                "Reason (optional):"):
+        assert key in out
+    for name, fn in repl.COMMANDS.items():
+        if name == "/quit":
+            continue
+        assert name in out
+        assert fn.__doc__, f"{name} needs a docstring: its first paragraph is its /help line"
+
+
+def test_tools_lists_each_tool_with_its_effect(rig: Callable[..., Rig]) -> None:
+    r = rig()
+    out = shown(r.console, repl.cmd_tools(r.session, ""))
+    rows = {line.split()[0]: line.split()[1] for line in out.splitlines()[1:] if line.strip()
+            and line.split()[0] in r.session.registry.names()}
+    assert rows["read_file"] == "read"
+    assert rows["list_dir"] == "read"
+    assert rows["write_file"] == "write"
+    assert set(rows) == set(r.session.registry.names())
+
+
+class _NoArgs(BaseModel):
+    pass
+
+
+def test_tools_escapes_a_hostile_description(rig: Callable[..., Rig]) -> None:
+    r = rig()
+    r.session.registry.add(Tool(name="sneaky", description="fine\x1b[2J[bold]x[/bold]",
+                                args=_NoArgs, run=lambda a, c: "", effect="write"))
+    console = recording_console()
+    console.print(repl.cmd_tools(r.session, ""))
+    raw = console.file.getvalue()  # type: ignore[attr-defined]
+    assert "\x1b[2J" not in raw
+    assert "\\x1b" in raw
+    assert "[bold]x[/bold]" in raw
+
+
+def test_clear_forgets_the_conversation_but_the_log_keeps_it(rig: Callable[..., Rig]) -> None:
+    r = rig([end_turn("first answer")])
+    r.session.send("remember this")
+    assert r.session.history
+    out = shown(r.console, repl.dispatch(r.session, "/clear"))
+    assert "cleared" in out
+    assert r.session.history == []
+    events = r.events()
+    assert any(e["type"] == "user_message" and e["text"] == "remember this" for e in events)
+    assert any(e["type"] == "notice" and e.get("kind") == "clear" for e in events)
+
+
+def test_log_shows_the_path(rig: Callable[..., Rig]) -> None:
+    r = rig()
+    out = shown(recording_console(), repl.dispatch(r.session, "/log"))
+    assert str(r.log_path) in out.replace("\n", "")
+
+
+def test_usage_reports_the_tokens_of_the_session(rig: Callable[..., Rig]) -> None:
+    r = rig([end_turn("hi", {"input_tokens": 1234, "output_tokens": 56})])
+    r.session.send("hello")
+    out = shown(recording_console(), repl.dispatch(r.session, "/usage"))
+    assert "1,234" in out or "1234" in out
+    assert "56" in out
+
+
+def test_exit_and_quit_end_the_repl_and_names_ignore_case(rig: Callable[..., Rig]) -> None:
+    r = rig()
+    assert repl.dispatch(r.session, "/exit") is repl.EXIT
+    assert repl.dispatch(r.session, "/quit") is repl.EXIT
+    assert repl.dispatch(r.session, "  /EXIT  ") is repl.EXIT
+    assert "Commands:" in shown(recording_console(), repl.dispatch(r.session, "/Help"))
+
+
+def test_unknown_command_says_which_exist_and_escapes_the_name(
+        rig: Callable[..., Rig]) -> None:
+    r = rig()
+    console = recording_console()
+    console.print(repl.dispatch(r.session, "/bogus\x1b[2J now"))
+    raw = console.file.getvalue()  # type: ignore[attr-defined]
+    assert "Unknown command /bogus\\x1b" in console.export_text()
+    assert "\x1b[2J" not in raw
+    for name in ("/help", "/tools", "/exit"):
+        assert name in raw
+
+
+# --------------------------------------------------------------------------- the loop around them
+
+
+def test_run_repl_sends_messages_runs_commands_and_stops_at_exit(
+        rig: Callable[..., Rig]) -> None:
+    r = rig([end_turn("ANSWER-ONE")])
+    out = r.run(["/log", "", "   ", KeyboardInterrupt, "hello there", "/exit", "never sent"])
+    assert "Type /help" in out  # the banner
+    assert "ANSWER-ONE" in out
+    assert out.count("Session log:") == 2  # /log and the goodbye line
+    assert [q.messages[-1]["content"][-1]["text"] for q in r.provider.requests] == ["hello there"]
+
+
+def test_run_repl_ends_on_eof(rig: Callable[..., Rig]) -> None:
+    r = rig()
+    out = r.run([EOFError, "never sent"])
+    assert "Session log:" in out
+    assert r.provider.requests == []
+
+
+def test_an_error_for_the_user_is_one_line_and_the_repl_goes_on(
+        rig: Callable[..., Rig]) -> None:
+    r = rig(["not a reply object", end_turn("SECOND")])
+    out = r.run(["first", "second"])
+    assert "each reply must be an object" in out
+    assert "Traceback" not in out
+    assert "SECOND" in out
+
+
+def test_ctrl_c_outside_the_loops_checkpoints_still_ends_the_turn_cleanly(
+        rig: Callable[..., Rig]) -> None:
+    """A Ctrl-C while a reply is being rendered escapes `send`; the REPL records it and goes on."""
+    r = rig([end_turn("FIRST"), end_turn("SECOND")])
+    fired: list[bool] = []
+
+    def ctrl_c_while_rendering(event: ev.AnyEvent) -> None:
+        if isinstance(event, ev.ModelReply) and not fired:
+            fired.append(True)
+            raise KeyboardInterrupt
+
+    r.session.sinks.append(ctrl_c_while_rendering)
+    out = r.run(["one", "two"])
+    assert "SECOND" in out
+    kinds = [(e["type"], e.get("reason") or e.get("during")) for e in r.events()
+             if e["type"] in ("interrupt", "turn_end")]
+    assert kinds[:2] == [("interrupt", "turn"), ("turn_end", "interrupted")]
+    assert kinds[-1] == ("turn_end", "end_turn")
+    roles = [m["role"] for m in r.provider.requests[-1].messages]
+    assert all(a != b for a, b in itertools.pairwise(roles))  # still alternating
+
+
+def test_settling_an_interrupted_turn_answers_every_pending_call(
+        rig: Callable[..., Rig]) -> None:
+    r = rig()
+    r.session.history[:] = [
+        {"role": "user", "content": [{"type": "text", "text": "go"}]},
+        {"role": "assistant", "content": [
+            {"type": "tool_use", "id": "t1", "name": "read_file", "input": {"path": "a"}},
+            {"type": "tool_use", "id": "t2", "name": "write_file", "input": {}}]},
+    ]
+    repl.settle_interrupted_turn(r.session, answered={"t1"})
+    last = r.session.history[-1]
+    assert last["role"] == "user"
+    assert [b["tool_use_id"] for b in last["content"]] == ["t1", "t2"]
+    assert all(b["is_error"] for b in last["content"])
+    logged = [e["id"] for e in r.events() if e["type"] == "tool_result"]
+    assert logged == ["t2"]  # t1 already had its result in the log
+
+
+def test_a_path_is_a_message_not_a_command(rig: Callable[..., Rig]) -> None:
+    r = rig([end_turn("ABOUT-HOSTS")])
+    out = r.run(["/etc/hosts looks odd", "/nope"])
+    assert "ABOUT-HOSTS" in out
+    assert "Unknown command /nope" in out
+    assert len(r.provider.requests) == 1
+    assert repl.is_command("/help") and repl.is_command("  /TOOLS x")
+    assert not repl.is_command("/etc/hosts") and not repl.is_command("hello /help")
+
+
+def test_history_is_a_file_unless_it_cannot_be_written(tmp_path: Path) -> None:
+    from prompt_toolkit.history import FileHistory, InMemoryHistory
+
+    assert isinstance(repl.open_history(tmp_path / "home" / "history"), FileHistory)
+    assert (tmp_path / "home" / "history").is_file()
+    folder = tmp_path / "history"
+    folder.mkdir()  # a folder where the history file should be
+    assert isinstance(repl.open_history(folder), InMemoryHistory)
