@@ -297,7 +297,12 @@ def _print_line(line: str) -> None:
 @app.command()
 @with_common
 @guarded
-def tools(common: Common) -> None:
+def tools(
+    common: Common,
+    trust: Annotated[Optional[list[Path]], typer.Option(  # noqa: UP045
+        "--trust", help="Trust this plugin file as it is now (after you changed it); repeat "
+        "for more. Shows what changed since it was last trusted.")] = None,
+) -> None:
     """List the tools: name, effect class, source file, schema hash, arguments and full
     description (what the model is told). Exits 1 if a plugin failed to load."""
     from rich.console import Console
@@ -308,6 +313,16 @@ def tools(common: Common) -> None:
     from agent_cli.ui.safe_rich import safe
 
     console = Console(highlight=False)
+    if trust:
+        from agent_cli.tools.trust import PluginPins
+
+        pins = PluginPins()
+        for file in trust:
+            if not file.is_file():
+                raise fail(f"{file} is not a file; give the path of the plugin file to trust.",
+                           EXIT_USAGE)
+            console.print(safe(pins.trust(file)))
+        return
     registry, report = load_registry(common.settings(), common.tools_dir)
     for tool in registry:
         console.print(Text.assemble(safe(tool.name, "bold"), "  ",
@@ -343,10 +358,11 @@ def _args_summary(schema: dict[str, Any]) -> str:
     return ", ".join(parts) or "(none)"
 
 
-from agent_cli.commands import log_cmd, replay_cmd  # noqa: E402 (after the core commands)
+from agent_cli.commands import log_cmd, mcp_cmd, replay_cmd  # noqa: E402 (after the core commands)
 
 log_cmd.register(app)
 replay_cmd.register(app)
+mcp_cmd.register(app)
 
 
 def main() -> None:

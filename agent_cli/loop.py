@@ -133,6 +133,12 @@ class Loop:
                        "nothing from it was run. Send your message again.")
                 self.emit(ev.ErrorEvent(message=msg, kind="internal"))
                 return self._end("error", turn.text, turn.usage, msg)
+            if _too_deep(reply.content, MAX_REPLY_DEPTH):
+                msg = (f"The model's reply was malformed (a value nested more than "
+                       f"{MAX_REPLY_DEPTH} levels deep); nothing from it was run. Send your "
+                       "message again.")
+                self.emit(ev.ErrorEvent(message=msg, kind="malformed_reply"))
+                return self._end("error", turn.text, turn.usage, msg)
             _fix_ids(reply.content)
             _add_usage(turn.usage, reply.usage)
             _add_usage(self.usage, reply.usage)
@@ -314,10 +320,10 @@ class Loop:
                 finished.set()
 
         worker = threading.Thread(target=target, name=f"tool-{call.tool.name}", daemon=True)
-        worker.start()
         # A tool that enforces its own timeout (run_command) gets a moment to report it itself.
         grace = min(TIMEOUT_GRACE_S, ctx.timeout_s)
         try:
+            worker.start()  # inside the try: a Ctrl-C right after the start still cancels it
             finished.wait(ctx.timeout_s + grace)
         except KeyboardInterrupt:
             ctx.cancel.set()
@@ -389,6 +395,29 @@ class _FailureTracker:
         self.last = sig
         if self.count >= self.limit:
             self.tripped = name
+
+
+MAX_REPLY_DEPTH = 128
+"""Deeper than any tool input needs, and well inside what the log writer and the SDK's JSON
+encoder can handle (a reply nested thousands deep would crash them)."""
+
+
+def _too_deep(value: Any, limit: int) -> bool:
+    """True when `value` nests lists or dicts more than `limit` levels (iterative: no recursion
+    limit to hit on hostile input)."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list | tuple):
+            children = item
+        else:
+            continue
+        if depth >= limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
 
 
 def _fix_ids(content: list[dict[str, Any]]) -> None:

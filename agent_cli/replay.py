@@ -94,10 +94,14 @@ def rebuild(path: Path, _chain: frozenset[Path] = frozenset()) -> Rebuilt:
         if isinstance(item, ev.SessionStart):
             flush()
             if item.continues and Path(item.continues).expanduser().resolve() != real:
-                older = rebuild(Path(item.continues).expanduser(), _chain | {real})
-                out.history = older.history
-                out.interrupted += older.interrupted
-                out.warnings += older.warnings
+                try:
+                    older = rebuild(Path(item.continues).expanduser(), _chain | {real})
+                except LogError as e:
+                    out.warnings.append(f"the conversation before line {lineno} is missing: {e}")
+                    out.history = []
+                else:  # (its interrupted calls were reported when it was resumed)
+                    out.history = older.history
+                    out.warnings += older.warnings
             elif not item.continues:
                 out.history = []
         elif isinstance(item, ev.UserMessage):
@@ -332,10 +336,13 @@ class TextView:
             case ev.Approval():
                 self._approval(event)
                 self.renderer(event)
+            case ev.ToolResultEvent():
+                self.proposed.pop(event.id, None)
+                self.renderer(event)
             case ev.SessionEnd():
                 c.print(safe(f"(session ended: {event.reason})", "dim"))
-            case (ev.ToolInvalid() | ev.ToolStarted() | ev.ToolResultEvent() | ev.ErrorEvent()
-                  | ev.Interrupt() | ev.TurnEnd() | ev.Notice()):
+            case (ev.ToolInvalid() | ev.ToolStarted() | ev.ErrorEvent() | ev.Interrupt()
+                  | ev.TurnEnd() | ev.Notice()):
                 self.renderer(event)
             case _:
                 assert_never(event)
@@ -392,7 +399,6 @@ class MarkdownView:
         self.write = write
         self.log_path = log_path
         self.turn = 0
-        self.proposed: dict[str, Any] = {}
 
     def __call__(self, event: ev.Event, record: dict[str, Any]) -> None:
         w = self.write
@@ -415,7 +421,6 @@ class MarkdownView:
                     w(f"**Model** ({_md_inline(event.stop_reason or '?')})\n\n"
                       f"{_fence(sanitize(text), 'text')}\n")
             case ev.ToolProposed():
-                self.proposed[event.id] = event.input
                 args = json.dumps(event.input, ensure_ascii=False, indent=2)
                 w(f"### Call {_md_inline(event.name)} ({_md_inline(event.id)})\n\n"
                   f"{_fence(sanitize(args), 'json')}\n")

@@ -69,8 +69,12 @@ def limits_of(settings: Settings) -> Limits:
 
 def load_registry(settings: Settings, tools_dirs: Iterable[Path] = ()) -> tuple[Registry,
                                                                                  LoadReport]:
+    """The tools of a session (or `agent-cli tools`): user plugins are checked against their
+    pins, so one that changed since it was trusted is reported and not loaded."""
+    from agent_cli.tools.trust import PluginPins
+
     folders = [Path(d).expanduser() for d in settings.tools_dirs] + list(tools_dirs)
-    return load_tools(folders)
+    return load_tools(folders, pins=PluginPins())
 
 
 def make_redactor(settings: Settings) -> Any:

@@ -25,10 +25,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from agent_cli import events as ev  # noqa: E402
-from agent_cli.redact import Redactor  # noqa: E402
-from agent_cli.session_log import SessionLog  # noqa: E402
-from bench.common import Stats, clean_env, header, machine_line, run_child  # noqa: E402
+from agent_cli import events as ev
+from agent_cli.redact import Redactor
+from agent_cli.session_log import SessionLog
+from bench.common import Stats, clean_env, header, machine_line, run_child
 
 RESULT = ("line of tool output with a path src/app/module.py:42 and some words\n" * 9)[:600]
 

@@ -4,6 +4,7 @@ the history and the log keep everything, and tool_use/tool_result pairs stay who
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -122,7 +123,7 @@ def test_a_very_long_session_drops_whole_old_exchanges_once_stubs_are_not_enough
     h.insert(101, {"role": "assistant", "content": [{"type": "text", "text": "ok"}]})
     h.insert(102, {"role": "user", "content": [{"type": "text", "text": "the user speaks"}]})
     roles = [m["role"] for m in h]
-    assert all(a != b for a, b in zip(roles, roles[1:], strict=False))
+    assert all(a != b for a, b in itertools.pairwise(roles))
     before = copy.deepcopy(h)
     budget = ContextBudget(30_000)
 
@@ -136,7 +137,7 @@ def test_a_very_long_session_drops_whole_old_exchanges_once_stubs_are_not_enough
     assert any(b.get("text") == "the user speaks" for m in out for b in m["content"])
     assert out[-1] == h[-1]  # the newest results, whole
     roles = [m["role"] for m in out]
-    assert all(a != b for a, b in zip(roles, roles[1:], strict=False))
+    assert all(a != b for a, b in itertools.pairwise(roles))
     pair_check(out)
 
 

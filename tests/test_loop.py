@@ -715,14 +715,21 @@ def test_sigint_while_a_tool_runs_interrupts_the_turn(workspace: Path) -> None:
     """The real Ctrl-C path: SIGINT reaches the main thread, which waits for the tool."""
     timers: list[threading.Timer] = []
 
-    def on_event(event: ev.AnyEvent) -> None:
-        if isinstance(event, ev.ToolStarted) and event.name == "sleepy":
-            t = threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGINT))
-            timers.append(t)
-            t.start()
+    class _Args(BaseModel):
+        pass
 
-    calls = [use("c1", "sleepy", {"seconds": 30}), use("c2", "multiply", {"a": 3, "b": 3})]
-    h = Harness(workspace, ScriptedProvider([reply(*calls), done("ok")]), on_event=on_event)
+    def sleeper(args: _Args, ctx: ToolContext) -> str:
+        # the tool is running (and the loop waiting for it) when the signal is scheduled
+        t = threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGINT))
+        timers.append(t)
+        t.start()
+        ctx.cancel.wait(30)
+        h.seen.append("cancelled" if ctx.cancel.is_set() else "slept")
+        return "slept"
+
+    calls = [use("c1", "sigsleep", {}), use("c2", "multiply", {"a": 3, "b": 3})]
+    h = Harness(workspace, ScriptedProvider([reply(*calls), done("ok")]))
+    h.registry.add(Tool("sigsleep", "Sleeps until cancelled.", _Args, sleeper, effect="read"))
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     try:
         result = h.turn()
@@ -849,3 +856,15 @@ def test_parse_answer(answer: str, expected: tuple[bool, str | None]) -> None:
 
     assert parse_answer(answer) == expected
     assert parse_answer(None) == (False, None)
+
+
+def test_a_tool_calling_sys_exit_does_not_end_the_session(workspace: Path) -> None:
+    def run(args: _NoArgs, ctx: ToolContext) -> str:
+        raise SystemExit(3)
+
+    h = Harness(workspace, ScriptedProvider([reply(use("t1", "quitter", {})), done("still here")]))
+    h.registry.add(Tool("quitter", "Exits.", _NoArgs, run, effect="read"))
+    result = h.turn()
+    assert result.text == "still here"
+    res = h.result("t1")
+    assert res.is_error and "SystemExit" in res.content

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from agent_cli.approval import ScriptedApprover
 from agent_cli.cli import app
 from agent_cli.config import Settings
 from agent_cli.providers.scripted import ScriptedProvider
-from agent_cli.approval import ScriptedApprover
 from agent_cli.session import Session, load_registry
 from agent_cli.session_log import verify
 from tests.fakes.anthropic_server import FakeAnthropic, Reply, text_reply

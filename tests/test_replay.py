@@ -12,6 +12,7 @@ import io
 import json
 import re
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +64,7 @@ def make_workspace(root: Path) -> Path:
 
 def record(workspace: Path, log: Path, replies: list[dict[str, Any]], prompts: list[str],
            answers: list[str], console: Console | None = None,
-           tools_dirs: list[Path] = (), settings: Settings | None = None) -> Session:  # type: ignore[assignment]
+           tools_dirs: Sequence[Path] = (), settings: Settings | None = None) -> Session:
     """A live session as a person would see it: the Renderer and the terminal panel on
     `console`, answers typed at the prompt."""
     console = console or Console(file=io.StringIO(), width=100)
@@ -196,13 +197,25 @@ def test_bad_lines_are_reported_and_skipped(tmp_path: Path) -> None:
 
 # -- rerun -----------------------------------------------------------------------------------
 
+def recorded_tools(log: Path) -> Any:
+    """Today's tools, limited to those the recording offered (so a tool added since does not
+    change an "available tools" message)."""
+    settings = Settings(provider="scripted")
+    registry, _ = load_registry(settings)
+    start = next(e for _, e in read_events(log))
+    assert start.type == "session_start"
+    for name in set(registry.names()) - {t.name for t in start.tools}:
+        registry.remove(name)
+    return registry
+
+
 def test_recorded_session_reruns_without_drift(tmp_path: Path) -> None:
     """The regression test: the recorded model turns drive the real loop and tools again."""
     ws = make_workspace(tmp_path / "rerun")
     console = Console(file=io.StringIO(), width=100)
     inner = ScriptedApprover(["n keep my notes"])  # only the call never approved is asked
     settings = Settings(provider="scripted")
-    registry, _ = load_registry(settings)
+    registry = recorded_tools(DATA / "session_edit.jsonl")
     report = rp.rerun(DATA / "session_edit.jsonl", settings=settings, workspace=ws,
                       registry=registry, approver=inner, console=console,
                       reuse_approvals=True, log_path=tmp_path / "rerun.jsonl")
@@ -214,6 +227,30 @@ def test_recorded_session_reruns_without_drift(tmp_path: Path) -> None:
     by = {e.id: e.by for e in events if e.type == "approval"}
     assert by["toolu_02"] == "recording" and by["toolu_04"] == "user"
     assert verify(tmp_path / "rerun.jsonl").ok
+
+
+def test_second_recording_reruns_without_drift(tmp_path: Path) -> None:
+    """Search, an approved write, a failing read, an unknown tool and invalid arguments."""
+    log = DATA / "session_search.jsonl"
+    ws = make_workspace(tmp_path / "rerun")
+    inner = ScriptedApprover([])  # nothing may be asked: the only write was approved
+    report = rp.rerun(log, settings=Settings(provider="scripted"), workspace=ws,
+                      registry=recorded_tools(log), approver=inner,
+                      console=Console(file=io.StringIO(), width=100), reuse_approvals=True,
+                      log_path=tmp_path / "rerun.jsonl")
+    assert report.drift == [] and inner.seen == []
+    assert report.calls == 5
+    assert (ws / "src" / "greet.py").read_text() == "def greet():\n    return 'hello'\n"
+    # and a change in the workspace shows up as drift of exactly the calls it affects
+    ws2 = make_workspace(tmp_path / "changed")
+    (ws2 / "src" / "app.py").write_text("print('bye')\n")
+    (ws2 / "missing.txt").write_text("here now\n")
+    changed = rp.rerun(log, settings=Settings(provider="scripted"), workspace=ws2,
+                       registry=recorded_tools(log), approver=ScriptedApprover([]),
+                       console=Console(file=io.StringIO(), width=100), reuse_approvals=True,
+                       log_path=tmp_path / "rerun2.jsonl")
+    assert [(d.call_id, d.what) for d in changed.drift] == [
+        ("toolu_s1", "result differs"), ("toolu_s3", "now succeeds")]
 
 
 def test_rerun_after_changing_a_tool_reports_drift_and_exits_1(tmp_path: Path) -> None:
@@ -235,6 +272,8 @@ def test_rerun_after_changing_a_tool_reports_drift_and_exits_1(tmp_path: Path) -
     (tools / "echo_write.py").write_text(
         PLUGIN.replace('"echo:" + args.text', '"ECHO " + args.text.upper()')
               .replace("Echo, with effects.", "Echo loudly."), encoding="utf-8")
+    # a changed plugin loads only once the user trusts the new version (tools/trust.py)
+    assert runner.invoke(app, ["tools", "--trust", str(tools / "echo_write.py")]).exit_code == 0
     changed = runner.invoke(app, args, env={"COLUMNS": "200"})
     assert changed.exit_code == 1, changed.output
     out = changed.output
@@ -306,16 +345,35 @@ def test_reuse_approvals_approves_only_byte_identical_calls() -> None:
     assert not isinstance(again, Approved)
 
 
+SEARCH_SCRIPT: list[dict[str, Any]] = [
+    tool_use("toolu_s1", "search_text", {"pattern": "hello", "path": "."}, "Searching."),
+    tool_use("toolu_s2", "write_file", {"path": "src/greet.py",
+                                        "content": "def greet():\n    return 'hello'\n"}),
+    tool_use("toolu_s3", "read_file", {"path": "missing.txt"}),
+    tool_use("toolu_s4", "delete_everything", {"path": "/"}),
+    tool_use("toolu_s5", "multiply", {"a": "six", "b": 7}),
+    text("Added src/greet.py; missing.txt does not exist."),
+]
+
+
 def _record_fixtures(out: Path) -> None:
     """Re-record tests/data (run as `python -m tests.test_replay`)."""
     import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:
-        ws = make_workspace(Path(tmp) / "ws")
-        log = out / "session_edit.jsonl"
-        log.unlink(missing_ok=True)
-        replies = EDIT_SCRIPT
-        record(ws, log, replies, EDIT_PROMPTS, EDIT_ANSWERS)
+        for name, replies, prompts, answers in (
+                ("session_edit", EDIT_SCRIPT, EDIT_PROMPTS, EDIT_ANSWERS),
+                ("session_search", SEARCH_SCRIPT, ["find hello; add a greet module"], ["y"]),
+                ("session_killed", EDIT_SCRIPT[:2], [EDIT_PROMPTS[0]], ["y"])):
+            ws = make_workspace(Path(tmp) / name)
+            log = out / f"{name}.jsonl"
+            log.unlink(missing_ok=True)
+            record(ws, log, replies, prompts, answers)
+            if name == "session_killed":  # what SIGKILL during the write leaves behind
+                lines = log.read_bytes().split(b"\n")
+                cut = next(i for i, line in enumerate(lines) if b'"tool_started"' in line
+                           and b"toolu_02" in line)
+                log.write_bytes(b"\n".join(lines[:cut + 1]) + b"\n" + lines[cut + 1][:60])
 
 
 if __name__ == "__main__":

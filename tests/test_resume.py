@@ -51,15 +51,31 @@ def test_rebuilt_history_equals_the_live_history(workspace: Path, tmp_path: Path
                                                  tools: Path) -> None:
     log = tmp_path / "s.jsonl"
     s = make_session(workspace, [
-        two_calls("1", "2"), tool_use("toolu_x", "nope", {}), text("first done"),
+        text("zero"), two_calls("1", "2"), tool_use("toolu_x", "nope", {}), text("first done"),
         tool_use("toolu_c", "echo_write", {"text": "3"}), text("second done"),
     ], log, ["y", "n not that", "y"], tools)
     s.start()
+    s.send("zeroth, forgotten by /clear")
+    s.clear()
     s.send("first")
     s.send("second")
     s.send("third: the script is exhausted")  # a provider error ends this turn
     s.close()
     assert rp.history_from_log(log) == s.history
+    assert "zeroth" not in json.dumps(s.history)
+
+
+def test_a_missing_earlier_log_is_a_warning_not_a_failure(workspace: Path,
+                                                          tmp_path: Path) -> None:
+    log = tmp_path / "s.jsonl"
+    s = make_session(workspace, [text("hi")], log)
+    s.continues = str(tmp_path / "moved-away.jsonl")
+    s.start()
+    s.send("hello")
+    s.close()
+    rebuilt = rp.rebuild(log)
+    assert [m["role"] for m in rebuilt.history] == ["user", "assistant"]
+    assert any("moved-away.jsonl" in w and "missing" in w for w in rebuilt.warnings)
 
 
 def test_a_call_without_result_is_answered_interrupted_never_rerun(
@@ -83,6 +99,20 @@ def test_a_call_without_result_is_answered_interrupted_never_rerun(
     assert last["content"][1] == {"type": "tool_result", "tool_use_id": "toolu_b",
                                   "content": "interrupted; outcome unknown", "is_error": True}
     assert any("torn" in w for w in rebuilt.warnings)
+
+
+def test_recorded_killed_session_verifies_with_a_warning_and_resumes() -> None:
+    """tests/data/session_killed.jsonl: cut during an approved write_file, torn last line."""
+    log = REPO / "tests" / "data" / "session_killed.jsonl"
+    check = verify(log)
+    assert check.ok and any("torn" in w for w in check.warnings)
+    events = [e for _, e in read_events(log) if not isinstance(e, BadLine)]
+    assert [e.type for e in events][-3:] == ["tool_proposed", "approval", "tool_started"]
+    rebuilt = rp.rebuild(log)
+    assert rebuilt.interrupted == ["toolu_02"]
+    assert rebuilt.history[-1]["content"][-1]["content"] == "interrupted; outcome unknown"
+    result = runner.invoke(app, ["replay", str(log)], env={"COLUMNS": "100"})
+    assert "Approve call toolu_02" in result.stdout and "Run this? [y/N] y" in result.stdout
 
 
 def test_resume_writes_a_new_log_that_names_the_old_one(workspace: Path, tmp_path: Path,
@@ -110,8 +140,8 @@ def test_resume_writes_a_new_log_that_names_the_old_one(workspace: Path, tmp_pat
     assert isinstance(start, ev.SessionStart) and start.continues == str(old.resolve())
     assert any(isinstance(e, ev.Notice) and e.kind == "resume" for e in events)
     # resuming the new log follows `continues` back: the whole conversation
-    assert rp.history_from_log(new) == sent + [
-        {"role": "assistant", "content": [{"type": "text", "text": "carrying on"}]}]
+    reply = {"role": "assistant", "content": [{"type": "text", "text": "carrying on"}]}
+    assert rp.history_from_log(new) == [*sent, reply]
     assert verify(new).ok
 
 

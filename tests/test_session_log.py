@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +48,7 @@ def text(t: str) -> dict[str, Any]:
 
 
 def make_session(workspace: Path, replies: list[dict[str, Any]], log: Path,
-                 answers: list[str] = (), tools_dir: Path | None = None) -> Session:  # type: ignore[assignment]
+                 answers: Sequence[str] = (), tools_dir: Path | None = None) -> Session:
     settings = Settings(provider="scripted")
     registry, _ = load_registry(settings, [tools_dir] if tools_dir else [])
     return Session(settings, workspace=workspace, provider=ScriptedProvider(replies),
@@ -55,7 +56,7 @@ def make_session(workspace: Path, replies: list[dict[str, Any]], log: Path,
 
 
 def run_session(workspace: Path, log: Path, prompt: str = "go",
-                replies: list[dict[str, Any]] | None = None, answers: list[str] = ("y",),  # type: ignore[assignment]
+                replies: list[dict[str, Any]] | None = None, answers: Sequence[str] = ("y",),
                 tools_dir: Path | None = None) -> None:
     replies = replies if replies is not None else [
         tool_use("toolu_1", "echo_write", {"text": "hi"}, "Echoing."), text("Done.")]
@@ -198,7 +199,6 @@ def test_proposal_and_decision_are_fsynced_before_the_effect_runs(
         synced.append(log.stat().st_size)
 
     monkeypatch.setattr(session_log.os, "fsync", spy)
-    seen: dict[str, Any] = {}
     tools = tmp_path / "tools"
     tools.mkdir()
     (tools / "probe.py").write_text(f'''
@@ -228,7 +228,6 @@ TOOL = Tool(name="probe", description="Looks at the log while it runs.", args=Ar
     approval_end = on_disk.index(b'"type":"approval"')
     approval_end = on_disk.index(b"\n", approval_end) + 1
     assert approval_end in synced
-    seen["ok"] = True
 
 
 @pytest.mark.parametrize(("event", "want"), [

@@ -10,6 +10,7 @@ import re
 import shutil
 import subprocess
 import zoneinfo
+from datetime import datetime, timedelta
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -51,7 +52,16 @@ def run(args: Args, ctx: ToolContext) -> str:
     if done.returncode != 0:
         err = done.stderr.decode("utf-8", "replace").strip()[:200]
         raise ToolFailed(f"`date` failed with exit code {done.returncode}: {err}")
-    return f"{done.stdout.decode('utf-8', 'replace').strip()} [{args.timezone}]"
+    text = done.stdout.decode("utf-8", "replace").strip()
+    # `date` falls back to UTC, silently, for a zone the system does not have (Python may know
+    # it from the tzdata package): compare the offsets so that is reported, not passed on.
+    offset = datetime.now(zoneinfo.ZoneInfo(args.timezone)).strftime("%z")
+    if f"(UTC{offset})" not in text:
+        before = (datetime.now(zoneinfo.ZoneInfo(args.timezone)) - timedelta(minutes=1))
+        if f"(UTC{before.strftime('%z')})" not in text:  # not just an offset change this second
+            raise ToolFailed(f"the system's time-zone database does not know {args.timezone!r} "
+                             f"(date said {text!r}).")
+    return f"{text} [{args.timezone}]"
 
 
 TOOL = Tool(

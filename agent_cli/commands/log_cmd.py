@@ -18,7 +18,8 @@ def register(app: typer.Typer) -> None:
     @log_app.command("verify")
     @guarded
     def verify_cmd(
-        file: Annotated[Path, typer.Argument(help="The session log (.jsonl) to check.")],
+        file: Annotated[Path, typer.Argument(metavar="LOG",
+                                             help="The session log (.jsonl) to check.")],
     ) -> None:
         """Check the hash chain of a log. Exit 0: intact (a torn last line from a crash is only a
         warning); 1: a line was edited, dropped, inserted or reordered; 2: the file cannot be

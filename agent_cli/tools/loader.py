@@ -23,6 +23,7 @@ from pydantic import BaseModel
 
 from agent_cli.tools.base import NAME_RE, Tool
 from agent_cli.tools.registry import Registry
+from agent_cli.tools.trust import PluginPins
 
 IMPORT_TIMEOUT_S = 5.0
 """A plugin import that takes longer is abandoned (its thread is left to finish on its own)."""
@@ -56,8 +57,12 @@ def _module_name(path: Path) -> str:
     return f"agent_cli_plugin_{digest}_{stem}"
 
 
-def _import_file(path: Path, timeout_s: float | None = None) -> ModuleType:
+def _import_file(path: Path, timeout_s: float | None = None,
+                 source: bytes | None = None) -> ModuleType:
     """Import one plugin file in a helper thread, bounded in time.
+
+    With `source`, those bytes are what runs (the ones whose hash was checked against the pin),
+    not whatever the file holds by the time the import reads it again.
 
     The module is in sys.modules while its body runs (dataclasses and pydantic look it up there)
     and is removed again if the import fails. A Ctrl-C while waiting propagates to the caller.
@@ -74,7 +79,10 @@ def _import_file(path: Path, timeout_s: float | None = None) -> ModuleType:
 
     def target() -> None:
         try:
-            loader.exec_module(module)
+            if source is None:
+                loader.exec_module(module)
+            else:
+                exec(compile(source, str(path), "exec"), module.__dict__)
         except BaseException as e:  # SystemExit and KeyboardInterrupt from a plugin included
             result["error"] = e
         finally:
@@ -153,10 +161,23 @@ def check_tool(tool: Tool) -> str | None:
     return None
 
 
-def load_file(path: Path, registry: Registry, report: LoadReport) -> None:
-    """Load one plugin file into the registry; problems go to the report, never raise."""
+def load_file(path: Path, registry: Registry, report: LoadReport,
+              pins: PluginPins | None = None) -> None:
+    """Load one plugin file into the registry; problems go to the report, never raise. With
+    `pins`, a file that changed since it was trusted is reported and not imported."""
+    source: bytes | None = None
+    if pins is not None:
+        try:
+            source = path.read_bytes()
+        except OSError as e:
+            report.errors.append(f"{path}: cannot be read ({e}); skipped.")
+            return
+        check = pins.check(path, source)
+        if not check.ok:
+            report.errors.append(check.message)
+            return
     try:
-        module = _import_file(path)
+        module = _import_file(path, source=source)
         tools = _tools_of(module, path)
     except PluginSkipped as e:
         report.errors.append(str(e))
@@ -175,26 +196,32 @@ def load_file(path: Path, registry: Registry, report: LoadReport) -> None:
         report.loaded.append(tool.name)
 
 
-def load_folder(folder: Path, registry: Registry, report: LoadReport) -> None:
+def load_folder(folder: Path, registry: Registry, report: LoadReport,
+                pins: PluginPins | None = None) -> None:
     if not folder.is_dir():
         report.errors.append(f"{folder}: tools folder not found.")
         return
     for path in sorted(folder.glob("*.py")):
         if path.name.startswith("_") or not path.is_file():
             continue
-        load_file(path, registry, report)
+        load_file(path, registry, report, pins)
 
 
-def load_tools(folders: list[Path], *, include_bundled: bool = True) -> tuple[Registry, LoadReport]:
-    """The bundled tools, then each folder named by the user, in order."""
+def load_tools(folders: list[Path], *, include_bundled: bool = True,
+               pins: PluginPins | None = None) -> tuple[Registry, LoadReport]:
+    """The bundled tools, then each folder named by the user, in order. With `pins`, the user's
+    plugin files (not the bundled ones) are checked against their pins (tools/trust.py)."""
     registry = Registry()
     report = LoadReport()
-    dirs = ([bundled_tools_dir()] if include_bundled else []) + list(folders)
+    if pins is not None and pins.problem:
+        report.errors.append(pins.problem)
+    bundled = bundled_tools_dir()
+    dirs = ([bundled] if include_bundled else []) + list(folders)
     seen: set[Path] = set()
     for d in dirs:
         key = d.resolve() if d.exists() else d
         if key in seen:
             continue  # the same folder named twice would report every tool as a duplicate
         seen.add(key)
-        load_folder(d, registry, report)
+        load_folder(d, registry, report, None if d == bundled else pins)
     return registry, report

@@ -25,7 +25,6 @@ import concurrent.futures
 import contextlib
 import importlib.util
 import logging
-import math
 import re
 import threading
 import time
@@ -58,7 +57,13 @@ HINT_DEFAULTS = {"readOnlyHint": False, "destructiveHint": True, "idempotentHint
 
 def mcp_available() -> bool:
     """True when the optional extra (mcp + jsonschema) is importable; imports neither."""
-    return all(importlib.util.find_spec(m) is not None for m in ("mcp", "jsonschema"))
+    for module in ("mcp", "jsonschema"):
+        try:
+            if importlib.util.find_spec(module) is None:
+                return False
+        except (ImportError, ValueError):  # blocked or half-installed
+            return False
+    return True
 
 
 def configured_servers(settings: Settings) -> dict[str, MCPServer]:
@@ -128,10 +133,8 @@ def format_result(result: Any) -> tuple[str, bool]:
             text = str(getattr(block, "text", ""))
             parts.append(text)
             if structured is not None and not mirrored:
-                try:
+                with contextlib.suppress(ValueError):
                     mirrored = json.loads(text) == structured
-                except ValueError:
-                    pass
         elif kind in ("image", "audio"):
             size = len(str(getattr(block, "data", ""))) * 3 // 4
             parts.append(f"[{kind} content: {getattr(block, 'mime_type', '?')}, about {size} "
@@ -142,9 +145,9 @@ def format_result(result: Any) -> tuple[str, bool]:
         elif kind == "resource":
             res = getattr(block, "resource", None)
             uri = getattr(res, "uri", "")
-            text = getattr(res, "text", None)
-            if isinstance(text, str):
-                parts.append(f"[resource {uri}]\n{text}")
+            body = getattr(res, "text", None)
+            if isinstance(body, str):
+                parts.append(f"[resource {uri}]\n{body}")
             else:
                 parts.append(f"[binary resource {uri}: {getattr(res, 'mime_type', '?')}, "
                              "not shown]")
@@ -571,16 +574,28 @@ class MCPHub:
             self._failed(st, f"cannot open its stderr log {st.errlog}: {e}")
             return
         self._files.append(errlog)
-        try:
-            with anyio.CancelScope(deadline=anyio.current_time() + st.config.timeout_s) as scope:
-                async with self._connect(st, errlog) as client:
-                    listed = await self._list_tools(client)
-                    scope.deadline = math.inf
-                    self._ready(st, client, listed)
-                    await st.stop.wait()
-                    st.client = None
-            if scope.cancelled_caught and st.state == "starting":
+        started = anyio.Event()
+
+        async def watchdog(scope: anyio.CancelScope) -> None:
+            # Fail at the deadline itself (not after the slow kill of a hung process), so
+            # the one line about it is there when the first request waits for the servers.
+            with anyio.move_on_after(st.config.timeout_s):
+                await started.wait()
+                return
+            if st.state == "starting":
                 self._failed(st, self._timeout_text(st))
+                scope.cancel()
+
+        try:
+            with anyio.CancelScope() as scope:
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(watchdog, scope)
+                    async with self._connect(st, errlog) as client:
+                        listed = await self._list_tools(client)
+                        self._ready(st, client, listed)
+                        started.set()
+                        await st.stop.wait()
+                        st.client = None
         except cancelled:
             raise
         except BaseException as e:  # connect failures arrive as nested exception groups
@@ -720,6 +735,8 @@ class MCPHub:
 
     def _failed(self, st: ServerState, why: str) -> None:
         with self._lock:
+            if st.state != "starting":
+                return
             st.state, st.reason = "failed", why
             self._notices.append((f"MCP server {st.name} could not start: {why}. Its tools are "
                                   f"not offered; server stderr: {st.errlog}", "mcp_error"))
@@ -730,6 +747,7 @@ class MCPHub:
     def snapshot(self) -> list[dict[str, Any]]:
         """A plain copy of every server's state and tools, for `/mcp` and `agent-cli mcp list`."""
         out: list[dict[str, Any]] = []
+        pinned = {name: self.pins.pinned(name) is not None for name in self.servers}
         with self._lock:
             for st in self.servers.values():
                 out.append({
@@ -737,6 +755,7 @@ class MCPHub:
                     "trusted": st.config.trusted, "mode": st.config.mode,
                     "command": " ".join([st.config.command, *st.config.args]),
                     "protocol": st.protocol, "info": st.info, "errlog": str(st.errlog),
+                    "pinned": pinned[st.name],
                     "tools": [{"name": e.name, "remote": e.remote, "effect": e.effect,
                                "status": e.status, "why": list(e.why),
                                "claims": describe_claims(e.annotations),

@@ -32,6 +32,10 @@ def _short(value: Any, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _json(value: Any, limit: int = 120) -> str:
+    return _short(canonical_json(value), limit)
+
+
 def json_changes(old: Any, new: Any, path: str = "") -> list[str]:
     """Where two JSON values differ, as `path: old -> new` lines (added / removed keys named)."""
     if isinstance(old, dict) and isinstance(new, dict):
@@ -39,15 +43,15 @@ def json_changes(old: Any, new: Any, path: str = "") -> list[str]:
         for key in sorted(set(old) | set(new), key=str):
             sub = f"{path}.{key}" if path else str(key)
             if key not in old:
-                out.append(f"{sub}: added {_short(new[key])}")
+                out.append(f"{sub}: added {_json(new[key])}")
             elif key not in new:
-                out.append(f"{sub}: removed (was {_short(old[key])})")
+                out.append(f"{sub}: removed (was {_json(old[key])})")
             else:
                 out.extend(json_changes(old[key], new[key], sub))
         return out
     if old == new:
         return []
-    return [f"{path or '(value)'}: {_short(old)} -> {_short(new)}"]
+    return [f"{path or '(value)'}: {_json(old)} -> {_json(new)}"]
 
 
 def describe_changes(old: dict[str, Any] | None, new: dict[str, Any]) -> list[str]:

@@ -5,7 +5,7 @@ or outlive its call.
   waits for input or a password prompt gets EOF at once; editors and pagers are set to programs
   that end immediately;
 - stdout and stderr share one pipe, read in chunks into a bounded head buffer and a ring tail
-  buffer: a 1 GB output costs a few hundred KB;
+  buffer: a 1 GB output costs no more memory than those two buffers (32 KB by default);
 - the child leads its own process group. On timeout or cancel the whole group gets SIGTERM, then
   SIGKILL; when the command returns, whatever it left running in its group is ended too;
 - every child carries a random marker in its environment; processes that left the group
@@ -55,6 +55,9 @@ _PF_KTHREAD = 0x00200000
 
 
 def is_secret_var(name: str, value: str = "") -> bool:
+    """True if a variable must not reach a command: its name holds a secret word anywhere
+    (over-matching such as KEYBOARD_LAYOUT is the safe side), it belongs to an API vendor, or its
+    value has the shape of a credential (a key, a token, a URL with a password)."""
     upper = name.upper()
     if any(w in upper for w in SECRET_WORDS) or upper.startswith(SECRET_PREFIXES):
         return True
@@ -166,6 +169,16 @@ def is_running(pid: int) -> bool:
     return True
 
 
+def _group_pids(pgid: int) -> list[int]:
+    """Running (non-zombie) members of a process group, from /proc."""
+    found = []
+    for pid in _proc_pids():
+        st = _proc_stat(pid)
+        if st is not None and st[1] == pgid and st[0] not in ("Z", "X"):
+            found.append(pid)
+    return found
+
+
 def _group_alive(pgid: int) -> bool:
     """Any process of the group still running (zombies do not count)?"""
     try:
@@ -176,11 +189,7 @@ def _group_alive(pgid: int) -> bool:
         return True
     if not os.path.isdir("/proc/self"):
         return True
-    for name in _proc_pids():
-        st = _proc_stat(name)
-        if st is not None and st[1] == pgid and st[0] not in ("Z", "X"):
-            return True
-    return False
+    return bool(_group_pids(pgid))
 
 
 def _proc_pids() -> list[int]:
@@ -266,34 +275,39 @@ def _signal_pids(pids: list[int], sig: int) -> None:
             os.kill(pid, sig)
 
 
+def _wait_gone(pgid: int, pids: list[int], seconds: float) -> bool:
+    """Wait until the group and `pids` have no running process; False if time ran out."""
+    deadline = time.monotonic() + seconds
+    while _group_alive(pgid) or any(is_running(p) for p in pids):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
 def end_processes(pgid: int, marker: str | None, grace_s: float = TERM_GRACE_S) -> int:
     """End the group `pgid` and every process carrying `marker`: SIGTERM, wait up to `grace_s`,
     then SIGKILL. Returns how many processes were still running."""
     escaped = marked_pids(marker, pgid) if marker else []
-    count = len(escaped)
-    if _group_alive(pgid):
-        count = max(count, 1)
-        if os.path.isdir("/proc/self"):
-            count = max(count, sum(1 for p in _proc_pids()
-                                   if (s := _proc_stat(p)) and s[1] == pgid and s[0] != "Z"))
-    if not count:
+    alive = _group_alive(pgid)
+    if not alive and not escaped:
         return 0
+    members = set(escaped)
+    if alive:
+        members.update(_group_pids(pgid) if os.path.isdir("/proc/self") else [pgid])
     _signal_group(pgid, signal.SIGTERM)
     _signal_pids(escaped, signal.SIGTERM)
-    deadline = time.monotonic() + grace_s
-    while time.monotonic() < deadline:
-        if not _group_alive(pgid) and not any(is_running(p) for p in escaped):
-            break
-        time.sleep(0.02)
-    else:
+    if not _wait_gone(pgid, escaped, grace_s):
         _signal_group(pgid, signal.SIGKILL)
         _signal_pids(escaped, signal.SIGKILL)
     if marker:
         # Children an escaped process started while we were waiting.
         late = marked_pids(marker, pgid)
         _signal_pids(late, signal.SIGKILL)
-        count += len(set(late) - set(escaped))
-    return count
+        members.update(late)
+        escaped = list(set(escaped) | set(late))
+    _wait_gone(pgid, escaped, 1.0)  # SIGKILL is asynchronous: let the kernel finish
+    return len(members)
 
 
 _ACTIVE: dict[int, str] = {}

@@ -18,8 +18,8 @@ from rich.table import Table
 from rich.text import Text
 
 from agent_cli.approval import ApprovalRequest, Approved, Decision, Denied, parse_answer
-from agent_cli.safe_text import scan
-from agent_cli.ui.safe_rich import safe
+from agent_cli.safe_text import one_line, one_line_segments, scan
+from agent_cli.ui.safe_rich import TOKEN_STYLE, safe
 
 InputFn = Callable[[str], str]
 
@@ -49,6 +49,7 @@ def _diff_text(preview: str) -> Text:
 def hidden_summary(request: ApprovalRequest) -> str | None:
     """Say when any shown value holds characters that were turned into tokens."""
     texts = [_value_text(v) for v in request.args.values()] + [str(k) for k in request.args]
+    texts.append(request.call_id)
     if request.preview:
         texts.append(request.preview)
     notes: list[str] = []
@@ -61,11 +62,25 @@ def hidden_summary(request: ApprovalRequest) -> str | None:
     return "Hidden or control characters are shown as highlighted tokens: " + "; ".join(notes)
 
 
+TITLE_ID_MAX = 60
+
+
+def _title(call_id: str) -> Text:
+    """The call id is model output too: sanitised and on one line; a long one is cut here with
+    the cut counted, and shown in full in the panel body (a row `call id`)."""
+    title = Text("Approve call ", style="bold")
+    for seg in one_line_segments(call_id, TITLE_ID_MAX):
+        title.append(seg.text, style=TOKEN_STYLE if seg.token else "bold")
+    return title
+
+
 def approval_panel(request: ApprovalRequest) -> Panel:
     table = Table.grid(padding=(0, 1))
     table.add_column(style="bold cyan", no_wrap=True)
     table.add_column(overflow="fold")
     table.add_row("tool", safe(request.name, "bold"))
+    if len(one_line(request.call_id)) > TITLE_ID_MAX:
+        table.add_row("call id", safe(request.call_id))
     table.add_row("effect", Text(request.effect, style="bold red" if request.effect != "read"
                                  else "green"))
     if request.source:
@@ -83,7 +98,7 @@ def approval_panel(request: ApprovalRequest) -> Panel:
     warning = hidden_summary(request)
     if warning:
         parts.append(Text("⚠ " + warning, style="bold yellow"))
-    return Panel(Group(*parts), title=Text(f"Approve call {request.call_id}", style="bold"),
+    return Panel(Group(*parts), title=_title(request.call_id),
                  title_align="left", border_style="yellow", expand=True)
 
 

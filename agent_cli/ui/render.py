@@ -78,7 +78,9 @@ class Renderer:
                 pass
 
     def _result(self, event: ev.ToolResultEvent) -> None:
-        lines = event.content.splitlines() or [""]
+        # split on "\n" only: str.splitlines would also break at \r, \f, \v, \x1c-\x1e, \x85 and
+        # U+2028/9, turning hidden characters into line breaks instead of visible tokens
+        lines = event.content.removesuffix("\n").split("\n")
         head = "\n".join(lines[:RESULT_PREVIEW_LINES])
         mark = Text("  ✗ ", style="red") if event.is_error else Text("  ✓ ", style="green")
         body = safe(head, "red" if event.is_error else "dim")

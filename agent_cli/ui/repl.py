@@ -137,6 +137,14 @@ def cmd_compact(session: Session, arg: str) -> RenderableType:
     return safe("Summary now in the context:\n" + result.summary, "dim")
 
 
+def cmd_mcp(session: Session, arg: str) -> RenderableType:
+    """MCP servers, their state and tools; `/mcp accept NAME` offers a server's changed tools
+    again."""
+    from agent_cli.commands.mcp_cmd import repl_command
+
+    return repl_command(session, arg)
+
+
 def cmd_exit(session: Session, arg: str) -> object:
     """Leave (same as Ctrl-D)."""
     return EXIT
@@ -150,6 +158,7 @@ COMMANDS: dict[str, Command] = {
     "/usage": cmd_usage,
     "/model": cmd_model,
     "/compact": cmd_compact,
+    "/mcp": cmd_mcp,
     "/exit": cmd_exit,
     "/quit": cmd_exit,
 }

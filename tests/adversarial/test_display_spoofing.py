@@ -87,6 +87,23 @@ def test_payload_in_approved_call_runs_exactly_as_shown(harness: Harness, name: 
     assert (harness.workspace / "out.txt").read_bytes() == payload.encode("utf-8")
 
 
+@pytest.mark.parametrize("name", PAYLOAD_IDS)
+def test_payload_in_preview_of_existing_file(harness: Harness, name: str) -> None:
+    """The diff preview shows the file's current text, which a hostile repository controls."""
+    payload = PAYLOADS[name]
+    (harness.workspace / "victim.txt").write_text(f"line one\n{payload}\nline three\n")
+    before = harness.snapshot()
+    o = harness.run([calls(use("write_file", {"path": "victim.txt", "content": "new\n"})),
+                     done()], [""])
+    assert o.panels == 1
+    assert "OVERWRITE" in o.shown
+    assert_terminal_clean(o.terminal)
+    assert_shown_as_tokens(o.terminal, payload)
+    assert WARNING in o.shown
+    _denied_write(o)
+    assert harness.snapshot() == before
+
+
 # --------------------------------------------------------------------------- in results and names
 
 
@@ -125,6 +142,7 @@ def test_payload_in_call_id(harness: Harness, name: str) -> None:
     assert o.panels == 1
     assert_terminal_clean(o.terminal)
     assert_shown_as_tokens(o.terminal, call_id)
+    assert WARNING in o.shown
     [result] = o.sent_back(1)
     assert result["tool_use_id"] == call_id, "the id is echoed to the model exactly"
     _denied_write(o)

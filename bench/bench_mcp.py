@@ -1,0 +1,243 @@
+"""MCP costs: time to the prompt with two servers configured, time until their tools are ready,
+shutdown, and the per-call overhead of an MCP tool against a built-in one.
+
+    python bench/bench_mcp.py [--runs 5] [--calls 200]
+
+1. `agent-cli chat` in a pseudo-terminal, with no MCP server and with two (mcp-server-time and
+   mcp-server-git on a temporary repository): wall time from spawn to the prompt, and from
+   Ctrl-D to exit (servers stopped, no process left). Servers start in the background, so the
+   prompt should not wait for them.
+2. In process: from `attach()` (servers start) to both servers ready (tools listed, pinned).
+3. In process, the real Session/Loop: N model requests each asking for one call, a built-in
+   `multiply` vs the trusted `time__get_current_time` (both read: no panel); per-call time and the
+   difference. Also the bare bridge call (`MCPHub.call`) alone.
+
+Needs the mcp extra and the two servers (pip install mcp mcp-server-time mcp-server-git).
+Figures only; nothing is asserted. Unix only (pty).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pty
+import select
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+PROMPT = "›".encode()
+PY = sys.executable
+
+
+def fmt(samples: list[float], unit: str = "s", scale: float = 1.0) -> str:
+    vals = [s * scale for s in samples]
+    return (f"median {statistics.median(vals):.3f} {unit}  (min {min(vals):.3f}, "
+            f"max {max(vals):.3f}, n={len(vals)})")
+
+
+def make_repo(folder: Path) -> Path:
+    repo = folder / "repo"
+    repo.mkdir()
+    env = {**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@example.invalid",
+           "GIT_COMMITTER_NAME": "b", "GIT_COMMITTER_EMAIL": "b@example.invalid"}
+    subprocess.run(["git", "init", "-q", str(repo)], check=True, env=env)
+    (repo / "a.txt").write_text("a\n")
+    subprocess.run(["git", "-C", str(repo), "add", "."], check=True, env=env)
+    subprocess.run(["git", "-C", str(repo), "commit", "-qm", "a"], check=True, env=env)
+    return repo
+
+
+def config_text(repo: Path) -> str:
+    return (f"[mcp.servers.time]\ncommand = {json.dumps(PY)}\n"
+            'args = ["-m", "mcp_server_time", "--local-timezone", "UTC"]\ntrusted = true\n\n'
+            f"[mcp.servers.git]\ncommand = {json.dumps(PY)}\n"
+            f'args = ["-m", "mcp_server_git", "--repository", {json.dumps(str(repo))}]\n')
+
+
+def read_until(fd: int, needle: bytes, limit_s: float) -> bool:
+    buf = b""
+    end = time.monotonic() + limit_s
+    while time.monotonic() < end:
+        ready, _, _ = select.select([fd], [], [], 0.05)
+        if not ready:
+            continue
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:
+            return False
+        if not chunk:
+            return False
+        buf += chunk
+        if needle in buf:
+            return True
+    return False
+
+
+def chat_once(home: Path, workspace: Path, config: Path | None) -> tuple[float, float]:
+    """Spawn-to-prompt and Ctrl-D-to-exit of `agent-cli chat` in a pty."""
+    args = [PY, "-m", "agent_cli", "chat", "--script", str(REPO / "examples" /
+                                                         "demo_script.json"),
+            "--workspace", str(workspace)]
+    if config is not None:
+        args += ["--config", str(config)]
+    env = {**os.environ, "AGENT_CLI_HOME": str(home), "PROMPT_TOOLKIT_NO_CPR": "1",
+           "TERM": "xterm-256color"}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    start = time.monotonic()
+    pid, fd = pty.fork()
+    if pid == 0:  # child
+        os.chdir(REPO)
+        os.execve(PY, args, env)
+    try:
+        if not read_until(fd, PROMPT, 30):
+            raise RuntimeError("no prompt within 30 s")
+        to_prompt = time.monotonic() - start
+        time.sleep(1.5)  # let the servers come up, as they would while the user types
+        stop = time.monotonic()
+        os.write(fd, b"\x04")
+        read_until(fd, b"\x00never", 20)  # drain until EOF
+        os.waitpid(pid, 0)
+        to_exit = time.monotonic() - stop
+    finally:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        os.close(fd)
+    return to_prompt, to_exit
+
+
+def bench_prompt(runs: int, tmp: Path, repo: Path) -> None:
+    cfg = tmp / "two.toml"
+    cfg.write_text(config_text(repo))
+    ws = tmp / "ws"
+    ws.mkdir(exist_ok=True)
+    print("1. agent-cli chat in a pty: spawn -> prompt, and Ctrl-D -> exit")
+    for label, config in (("no MCP server ", None), ("two MCP servers", cfg)):
+        prompts: list[float] = []
+        exits: list[float] = []
+        chat_once(tmp / "home-warm", ws, config)  # warm the .pyc files and the page cache
+        for i in range(runs):
+            p, e = chat_once(tmp / f"home-{i}", ws, config)
+            prompts.append(p)
+            exits.append(e)
+        print(f"   {label}  to prompt: {fmt(prompts)}")
+        print(f"   {label}  to exit:   {fmt(exits)}")
+
+
+def bench_ready(runs: int, tmp: Path, repo: Path) -> None:
+    from agent_cli.approval import ScriptedApprover
+    from agent_cli.config import MCPServer, Settings
+    from agent_cli.providers.scripted import ScriptedProvider
+    from agent_cli.session import Session
+    from agent_cli.tools.loader import load_tools
+    from agent_cli.tools.mcp_bridge import attach
+
+    print("2. in process: attach() returns / both servers ready / close()")
+    returns, ready, closes = [], [], []
+    for i in range(runs):
+        os.environ["AGENT_CLI_HOME"] = str(tmp / f"ready-home-{i}")
+        servers = {
+            "time": MCPServer(command=PY, args=["-m", "mcp_server_time"], trusted=True),
+            "git": MCPServer(command=PY, args=["-m", "mcp_server_git", "--repository",
+                                               str(repo)]),
+        }
+        registry, _ = load_tools([])
+        session = Session(Settings(provider="scripted", mcp={"servers": servers}),
+                          workspace=tmp, provider=ScriptedProvider([]), registry=registry,
+                          approver=ScriptedApprover([]))
+        t0 = time.monotonic()
+        hub = attach(session)
+        returns.append(time.monotonic() - t0)
+        assert hub is not None
+        hub.wait_ready()
+        ready.append(time.monotonic() - t0)
+        t1 = time.monotonic()
+        session.close()
+        closes.append(time.monotonic() - t1)
+    print(f"   attach() returns: {fmt(returns, 'ms', 1000)}")
+    print(f"   both ready:       {fmt(ready)}")
+    print(f"   close():          {fmt(closes)}")
+
+
+def bench_calls(calls: int, tmp: Path) -> None:
+    from agent_cli.approval import ScriptedApprover
+    from agent_cli.config import MCPServer, Settings
+    from agent_cli.providers.base import ModelRequest
+    from agent_cli.providers.scripted import FunctionProvider
+    from agent_cli.session import Session
+    from agent_cli.tools.base import ToolContext
+    from agent_cli.tools.loader import load_tools
+    from agent_cli.tools.mcp_bridge import attach
+
+    os.environ["AGENT_CLI_HOME"] = str(tmp / "calls-home")
+    servers = {"time": MCPServer(command=PY, args=["-m", "mcp_server_time"], trusted=True)}
+
+    def turn(name: str, args: dict[str, Any]) -> float:
+        count = {"n": 0}
+
+        def fn(request: ModelRequest) -> dict[str, Any]:
+            count["n"] += 1
+            if count["n"] > calls:
+                return {"content": [{"type": "text", "text": "done"}], "stop_reason": "end_turn"}
+            return {"content": [{"type": "tool_use", "id": f"c{count['n']}", "name": name,
+                                 "input": args}], "stop_reason": "tool_use"}
+
+        session.provider = session.loop.provider = FunctionProvider(fn)
+        session.loop.limits.max_turns = calls + 5
+        t0 = time.monotonic()
+        session.send("go")
+        return (time.monotonic() - t0) / calls
+
+    registry, _ = load_tools([])
+    session = Session(Settings(provider="scripted", mcp={"servers": servers}), workspace=tmp,
+                      provider=FunctionProvider(lambda r: {"content": []}), registry=registry,
+                      approver=ScriptedApprover([]))
+    hub = attach(session)
+    assert hub is not None
+    session.start()
+    hub.wait_ready()
+    hub.sync()
+    print(f"3. per call through the real loop ({calls} requests, one read call each, log on)")
+    builtin, mcp = [], []
+    for _ in range(3):
+        builtin.append(turn("multiply", {"a": 6, "b": 7}))
+        mcp.append(turn("time__get_current_time", {"timezone": "UTC"}))
+    print(f"   built-in multiply:        {fmt(builtin, 'ms', 1000)}")
+    print(f"   MCP time__get_current_time: {fmt(mcp, 'ms', 1000)}")
+    print(f"   MCP overhead per call:    {(statistics.median(mcp) - statistics.median(builtin)) * 1000:.3f} ms")
+    ctx = ToolContext(workspace=tmp, timeout_s=30, output_cap=30_000)
+    bare = []
+    for _ in range(calls):
+        t0 = time.monotonic()
+        hub.call("time", "get_current_time", {"timezone": "UTC"}, ctx)
+        bare.append(time.monotonic() - t0)
+    print(f"   bare MCPHub.call:         {fmt(bare, 'ms', 1000)}")
+    session.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--calls", type=int, default=200)
+    opts = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-mcp-") as d:
+        tmp = Path(d)
+        repo = make_repo(tmp)
+        bench_prompt(opts.runs, tmp, repo)
+        bench_ready(opts.runs, tmp, repo)
+        bench_calls(opts.calls, tmp)
+
+
+if __name__ == "__main__":
+    main()
