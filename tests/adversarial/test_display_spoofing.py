@@ -9,12 +9,14 @@ unchanged, and nothing changes on disk unless the person typed yes.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from agent_cli import events as ev
+from agent_cli.providers.scripted import ScriptedProvider
 from agent_cli.replay import TextView, show
 
 from .conftest import (
@@ -27,6 +29,7 @@ from .conftest import (
     calls,
     cli,
     done,
+    expected_tokens,
     flat,
     make_console,
     use,
@@ -85,6 +88,36 @@ def test_payload_in_approved_call_runs_exactly_as_shown(harness: Harness, name: 
     changed = o.disk_changes()
     assert list(changed) == [str(harness.workspace / "out.txt")]
     assert (harness.workspace / "out.txt").read_bytes() == payload.encode("utf-8")
+
+
+@pytest.mark.parametrize("name", PAYLOAD_IDS)
+def test_payload_in_argv_list(harness: Harness, name: str) -> None:
+    """A list value is shown as JSON, so a control character may appear as its JSON escape
+    (\\u001b) rather than a token; either way it is visible, and the panel flags it."""
+    payload = PAYLOADS[name]
+    o = harness.run([calls(use("run_command", {"command": ["echo", payload]})), done()], [""])
+    assert o.panels == 1
+    assert_terminal_clean(o.terminal)
+    shown = flat(o.terminal)
+    for ch in {c for c in payload if expected_tokens(c)}:
+        token = expected_tokens(ch)[0]
+        escape = json.dumps(ch)[1:-1]
+        assert token in shown or escape in shown, f"{ch!r} not visible"
+    assert WARNING in o.shown, "hidden characters inside a list are flagged too"
+    _denied_write(o)
+
+
+@pytest.mark.parametrize("name", PAYLOAD_IDS)
+def test_payload_in_streamed_text_one_character_per_delta(harness: Harness, name: str) -> None:
+    """An escape sequence split across stream deltas is still never written raw."""
+    payload = PAYLOADS[name]
+    provider = ScriptedProvider([{"content": [{"type": "text", "text": f"ok {payload} ok"}],
+                                  "stop_reason": "end_turn"}], chunk=1)
+    o = harness.run([], provider=provider)
+    assert len(o.of(ev.TextDelta)) > len(payload)
+    assert_terminal_clean(o.terminal)
+    assert_shown_as_tokens(o.terminal, payload)
+    assert o.disk_changes() == {}
 
 
 @pytest.mark.parametrize("name", PAYLOAD_IDS)
