@@ -87,23 +87,30 @@ class Common:
 
 _COMMON_OPTIONS: dict[str, Any] = {
     "workspace": Annotated[Optional[Path], typer.Option(  # noqa: UP045 (typer needs Optional)
-        "--workspace", "-w", help="Folder the tools may touch (default: the current folder).")],
+        "--workspace", "-w", metavar="DIR",
+        help="Folder the tools may touch (default: the current folder).")],
     "tools_dir": Annotated[Optional[list[Path]], typer.Option(  # noqa: UP045
-        "--tools-dir", help="Extra plugin folder; repeat for more. Never loaded implicitly.")],
+        "--tools-dir", metavar="DIR",
+        help="Extra plugin folder; repeat for more. Never loaded implicitly.")],
     "config": Annotated[Optional[Path], typer.Option(  # noqa: UP045
-        "--config", help="Settings file (TOML) on top of AGENT_CLI_HOME/config.toml.")],
+        "--config", metavar="FILE",
+        help="Settings file (TOML) on top of AGENT_CLI_HOME/config.toml.")],
     "log": Annotated[Optional[Path], typer.Option(  # noqa: UP045
-        "--log", help="Session log file; an existing one is appended to, its chain continued.")],
+        "--log", metavar="FILE",
+        help="Session log file; an existing one is appended to, its chain continued.")],
     "model": Annotated[Optional[str], typer.Option(  # noqa: UP045
-        "--model", help="Model name, e.g. claude-sonnet-4-5.")],
+        "--model", metavar="NAME", help="Model name, e.g. claude-sonnet-4-5.")],
     "provider": Annotated[Optional[str], typer.Option(  # noqa: UP045
-        "--provider", help="anthropic | openai | scripted.")],
+        "--provider", metavar="NAME", help="anthropic | openai | scripted.")],
     "base_url": Annotated[Optional[str], typer.Option(  # noqa: UP045
-        "--base-url", help="API endpoint (ANTHROPIC_BASE_URL also works).")],
+        "--base-url", metavar="URL",
+        help="API endpoint (ANTHROPIC_BASE_URL / OPENAI_BASE_URL also work).")],
     "script": Annotated[Optional[Path], typer.Option(  # noqa: UP045
-        "--script", help="JSON array of model replies for the scripted provider (offline).")],
+        "--script", metavar="FILE",
+        help="JSON array of model replies for the scripted provider (offline).")],
     "max_turns": Annotated[Optional[int], typer.Option(  # noqa: UP045
-        "--max-turns", min=1, help="Model requests allowed within one user turn (default 25).")],
+        "--max-turns", metavar="N", min=1,
+        help="Model requests allowed within one user turn (default 25).")],
 }
 
 
@@ -251,9 +258,10 @@ def _resumed_history(common: Common, resume: Path | None, continue_: bool
 @guarded
 def run(
     common: Common,
-    prompt: Annotated[str, typer.Argument(help="The task, in words.")],
+    prompt: Annotated[str, typer.Argument(metavar="PROMPT", help="The task, in words.")],
     output: Annotated[str, typer.Option(
-        "--output", "-o", help="text: the answer as it streams; jsonl: every event, one per line "
+        "--output", "-o", metavar="FORMAT",
+        help="text: the answer as it streams; jsonl: every event, one per line "
         "(the session-log format).")] = "text",
 ) -> None:
     """Do one task headless and exit. Exit codes: 0 done, 1 error, 2 usage, 3 turn limit,

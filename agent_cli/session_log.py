@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,6 +65,7 @@ class SessionLog:
             with open(path, "rb") as f:
                 f.seek(-1, os.SEEK_END)
                 fresh_line = f.read(1) != b"\n"
+        self._lock = threading.Lock()
         self._f: IO[bytes] = open(path, "ab")  # noqa: SIM115 - lives as long as the session
         if fresh_line:
             self._f.write(b"\n")
@@ -74,29 +76,32 @@ class SessionLog:
         self.write(event)
 
     def write(self, event: ev.Event) -> dict[str, Any]:
-        self.seq += 1
         record = event.model_dump(mode="json")
-        record["seq"] = self.seq
-        if self.redactor is not None:
-            record = self.redactor.value(record)
-        record["hash"] = chain_hash(self.prev_hash, record)
-        self.prev_hash = record["hash"]
-        data = serialize(record) + b"\n"
-        line = data.decode("ascii")
-        self._f.write(data)
-        self._f.flush()
-        if self.fsync and _needs_fsync(event):
-            os.fsync(self._f.fileno())
+        # One writer at a time: a background thread (an MCP server's notice) must not interleave
+        # seq numbers and hashes with the loop's events.
+        with self._lock:
+            self.seq += 1
+            record["seq"] = self.seq
+            if self.redactor is not None:
+                record = self.redactor.value(record)
+            record["hash"] = chain_hash(self.prev_hash, record)
+            data = serialize(record) + b"\n"
+            self._f.write(data)
+            self._f.flush()
+            if self.fsync and _needs_fsync(event):
+                os.fsync(self._f.fileno())
+            self.prev_hash = record["hash"]
         if self.mirror is not None:
-            self.mirror(line)
+            self.mirror(data.decode("ascii"))
         return record
 
     def close(self) -> None:
-        if not self._f.closed:
-            self._f.flush()
-            if self.fsync:
-                os.fsync(self._f.fileno())
-            self._f.close()
+        with self._lock:
+            if not self._f.closed:
+                self._f.flush()
+                if self.fsync:
+                    os.fsync(self._f.fileno())
+                self._f.close()
 
 
 @dataclass

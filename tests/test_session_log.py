@@ -260,3 +260,27 @@ def test_writer_without_session(tmp_path: Path) -> None:
     log(ev.UserMessage(text="hi"))
     log.close()
     assert [r["type"] for r in records(tmp_path / "x.jsonl")] == ["user_message"]
+
+
+def test_writes_from_several_threads_keep_one_chain(tmp_path: Path) -> None:
+    """An MCP server's notices arrive on another thread while the loop writes."""
+    import threading
+
+    path = tmp_path / "t.jsonl"
+    log = SessionLog(path, fsync=False)
+    log.write(ev.SessionStart(version="t", model="m", provider="p", workspace="/w"))
+
+    def burst(n: int) -> None:
+        for i in range(300):
+            log.write(ev.Notice(message=f"thread {n} notice {i}"))
+
+    threads = [threading.Thread(target=burst, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    log.write(ev.SessionEnd())
+    log.close()
+    result = verify(path)
+    assert result.ok, result.fault
+    assert result.count == 1 + 4 * 300 + 1

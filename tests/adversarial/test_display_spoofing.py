@@ -90,12 +90,33 @@ def test_payload_in_approved_call_runs_exactly_as_shown(harness: Harness, name: 
     assert (harness.workspace / "out.txt").read_bytes() == payload.encode("utf-8")
 
 
+LIST_PLUGIN = '''
+from pydantic import BaseModel
+from agent_cli.tools import Tool
+
+
+class Args(BaseModel):
+    items: list[str]
+    meta: dict[str, str] = {}
+
+
+TOOL = Tool(name="tagger", description="Tags things (no preview).", args=Args, effect="write",
+            run=lambda a, c: "tagged")
+'''
+
+
+@pytest.mark.parametrize("tool", ["run_command", "no-preview-plugin"])
 @pytest.mark.parametrize("name", PAYLOAD_IDS)
-def test_payload_in_argv_list(harness: Harness, name: str) -> None:
+def test_payload_in_list_value(harness: Harness, tmp_path: Path, name: str, tool: str) -> None:
     """A list value is shown as JSON, so a control character may appear as its JSON escape
-    (\\u001b) rather than a token; either way it is visible, and the panel flags it."""
-    payload = PAYLOADS[name]
-    o = harness.run([calls(use("run_command", {"command": ["echo", payload]})), done()], [""])
+    (\\u001b) rather than a token; either way it is visible, and the panel flags it even when
+    the tool has no preview that would show the raw text."""
+    payload = PAYLOADS[name].replace("\x00", "")  # a NUL in argv is refused by validation
+    folder = tmp_path / "plugins"
+    write_plugin(folder, "tagger", LIST_PLUGIN)
+    call = (use("run_command", {"command": ["echo", payload]}) if tool == "run_command"
+            else use("tagger", {"items": ["a", payload], "meta": {"k": payload}}))
+    o = harness.run([calls(call), done()], [""], tools_dirs=[folder])
     assert o.panels == 1
     assert_terminal_clean(o.terminal)
     shown = flat(o.terminal)
