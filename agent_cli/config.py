@@ -106,10 +106,13 @@ def home() -> Path:
     return base / "agent-cli"
 
 
+PATH_KEYS = ("tools_dirs", "log_dir", "script")
+
+
 def _read_toml(path: Path) -> dict[str, Any]:
     try:
         with open(path, "rb") as f:
-            return tomllib.load(f)
+            return _anchor_paths(tomllib.load(f), path.parent)
     except FileNotFoundError:
         raise ConfigError(f"Config file {path} not found.") from None
     except tomllib.TOMLDecodeError as e:
@@ -142,6 +145,23 @@ def _explain(err: Any) -> str:
     if err["type"] == "extra_forbidden":
         return "unknown setting (check the spelling)"
     return str(err["msg"])
+
+
+def _anchor_paths(data: dict[str, Any], base: Path) -> dict[str, Any]:
+    """Relative paths in a config file mean "next to this file", never the current folder (which
+    is usually the workspace: a relative tools_dirs would load plugins from it implicitly)."""
+
+    def anchor(value: Any) -> Any:
+        if isinstance(value, str) and value and not value.startswith("~"):
+            p = Path(value)
+            return value if p.is_absolute() else str((base / p).resolve())
+        return value
+
+    for key in PATH_KEYS:
+        if key in data:
+            value = data[key]
+            data[key] = [anchor(v) for v in value] if isinstance(value, list) else anchor(value)
+    return data
 
 
 def load_settings(config_file: Path | None = None, flags: dict[str, Any] | None = None) -> Settings:

@@ -70,7 +70,7 @@ def test_an_unset_flag_never_overrides_the_file(tmp_path: Path) -> None:
                    'script = "s.json"\nbase_url = "http://127.0.0.1:9"\n')
     s = Common(config=cfg).settings()
     assert (s.model, s.max_turns, s.provider, s.script, s.base_url) == (
-        "from-file", 4, "scripted", "s.json", "http://127.0.0.1:9")
+        "from-file", 4, "scripted", str((tmp_path / "s.json").resolve()), "http://127.0.0.1:9")
     s = Common(config=cfg, max_turns=9, model="flag").settings()
     assert (s.model, s.max_turns, s.provider) == ("flag", 9, "scripted")
 
@@ -207,3 +207,19 @@ def test_user_tools_dirs_setting_is_loaded(tmp_path: Path) -> None:
     registry, report = load_registry(load_settings())
     assert "planted" in registry.names()
     assert report.errors == []
+
+
+def test_relative_paths_in_a_config_file_are_anchored_to_that_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A relative tools_dirs must not mean the current folder (usually the workspace)."""
+    conf_dir = tmp_path / "conf"
+    conf_dir.mkdir()
+    cfg = conf_dir / "agent.toml"
+    cfg.write_text('tools_dirs = ["plugins"]\nlog_dir = "logs"\n')
+    elsewhere = tmp_path / "ws"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    s = load_settings(cfg)
+    assert s.tools_dirs == [str((conf_dir / "plugins").resolve())]
+    assert s.log_dir == str((conf_dir / "logs").resolve())

@@ -151,7 +151,7 @@ def register(app: typer.Typer) -> None:
             enabled = [n for n, s in servers.items() if s.enabled]
             raise fail(MISSING_EXTRA.format(names=", ".join(enabled) or "none enabled"),
                        EXIT_FAILED)
-        hub = _start_hub(servers)
+        hub = _start_hub(servers, common.workspace_dir())
         try:
             console.print(render_status(hub.snapshot()))
         finally:
@@ -185,7 +185,7 @@ def register(app: typer.Typer) -> None:
             raise fail("The optional MCP support is not installed; install it with: "
                        "pip install 'agent-cli[mcp]'.", EXIT_FAILED)
         cfg = servers[name].model_copy(update={"enabled": True})
-        hub = _start_hub({name: cfg})
+        hub = _start_hub({name: cfg}, common.workspace_dir())
         try:
             st = hub.servers[name]
             if st.state != "ready":
@@ -222,7 +222,7 @@ def register(app: typer.Typer) -> None:
     app.add_typer(mcp_app, name="mcp")
 
 
-def _start_hub(servers: dict[str, Any]) -> "MCPHub":
+def _start_hub(servers: dict[str, Any], workspace: Any) -> "MCPHub":
     """A hub that only looks: it starts the servers, waits for them, and pins nothing."""
     from agent_cli.config import home
     from agent_cli.tools.mcp_bridge import MCPHub
@@ -230,7 +230,7 @@ def _start_hub(servers: dict[str, Any]) -> "MCPHub":
 
     stamp = time.strftime("%Y%m%d-%H%M%S")
     hub = MCPHub(servers, Registry(), None, home=home(), session_id=f"mcp-cli-{stamp}",
-                 pin_first_use=False)
+                 pin_first_use=False, workspace=workspace)
     hub.start()
     hub.wait_ready()
     return hub

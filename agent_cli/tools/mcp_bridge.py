@@ -274,8 +274,11 @@ class MCPHub:
         home: Path,
         session_id: str,
         pin_first_use: bool = True,
+        workspace: Path | None = None,
     ) -> None:
         self.registry = registry
+        self.workspace = workspace
+        """A server's working folder unless its config names one."""
         self.emit = emit
         self.pins = PinStore(home / "mcp-pins.json")
         self.pin_first_use = pin_first_use
@@ -635,7 +638,7 @@ class MCPHub:
         cfg = st.config
         params = StdioServerParameters(
             command=cfg.command, args=list(cfg.args), env=dict(cfg.env) or None,
-            cwd=str(Path(cfg.cwd).expanduser()) if cfg.cwd else None)
+            cwd=str(Path(cfg.cwd).expanduser()) if cfg.cwd else self.workspace)
 
         @contextlib.asynccontextmanager
         async def transport() -> AsyncIterator[Any]:
@@ -774,7 +777,7 @@ def attach(session: Session) -> MCPHub | None:
     if not servers:
         return None
     hub = MCPHub(servers, session.registry, session.emit, home=home(),
-                 session_id=session.log_path.stem)
+                 session_id=session.log_path.stem, workspace=session.workspace)
     session.mcp = hub
     previous = session.loop.prepare
 

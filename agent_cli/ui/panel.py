@@ -46,9 +46,27 @@ def _diff_text(preview: str) -> Text:
     return out
 
 
+def _strings(value: Any) -> list[str]:
+    """Every key and string at any depth of an argument value: a control character inside a
+    list is shown as a JSON escape, so scanning the JSON text would miss it."""
+    out: list[str] = []
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            out.append(item)
+        elif isinstance(item, dict):
+            out.extend(str(k) for k in item)
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    return out
+
+
 def hidden_summary(request: ApprovalRequest) -> str | None:
-    """Say when any shown value holds characters that were turned into tokens."""
-    texts = [_value_text(v) for v in request.args.values()] + [str(k) for k in request.args]
+    """Say when any shown value holds characters that were turned into tokens (or, inside a
+    list or object, into JSON escapes such as \\u001b)."""
+    texts = _strings(request.args)
     texts.append(request.call_id)
     if request.preview:
         texts.append(request.preview)
