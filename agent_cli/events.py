@@ -41,6 +41,8 @@ class SessionStart(EventBase):
     continues: str | None = None
     """Path of the log this session resumed, if any."""
     system: str | None = None
+    key_id: str | None = None
+    """Names the log key whose HMAC signs this session's records (filled by the log writer)."""
 
 
 class UserMessage(EventBase):
@@ -88,6 +90,8 @@ class Approval(EventBase):
     """The exact arguments that were shown (and that run when approved)."""
     preview: str | None = None
     """The preview shown in the panel (e.g. a diff), so replay can show the panel as it was."""
+    panel_extra: dict[str, str] = {}
+    """Extra rows the panel showed (e.g. an MCP server's claims about the tool)."""
 
 
 class ToolStarted(EventBase):

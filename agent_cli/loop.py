@@ -231,6 +231,14 @@ class Loop:
                 return results, True
             results.append(result)
             failures.record(str(use.get("name")), use.get("input"), bool(result.get("is_error")))
+            if failures.tripped is not None:
+                # A wall of identical failing calls in one reply must not become a wall of
+                # panels (approval fatigue): the rest are answered without running or asking.
+                for j in range(i + 1, len(uses)):
+                    results.append(self._not_run(uses[j], j, "not run: the same call had just "
+                                                 f"failed {failures.count} times in a row, so "
+                                                 "the turn stopped"))
+                break
         return results, False
 
     def _one_call(self, use: dict[str, Any], index: int) -> dict[str, Any]:
@@ -265,7 +273,7 @@ class Loop:
                               decision="approved" if approved else "denied", by=decision.by,
                               args_hash=call.args_hash, reason=reason,
                               args=call.shown_args(),
-                              preview=preview))
+                              preview=preview, panel_extra=dict(call.tool.extra_panel)))
         if not approved:
             if decision.by == "user":
                 msg = "The user denied this call."
@@ -287,11 +295,13 @@ class Loop:
     def _preview(self, call: ValidCall, ctx: ToolContext) -> str | None:
         if call.tool.effect == "read":
             return None
+        # The hooks get their own copy: nothing they do to it can change the call that runs.
+        args = call.args.model_copy(deep=True) if call.args is not None else None
         try:
             if call.tool.snapshot is not None:
-                ctx.snapshot = call.tool.snapshot(call.args, ctx)
+                ctx.snapshot = call.tool.snapshot(args, ctx)
             if call.tool.preview is not None:
-                return call.tool.preview(call.args, ctx)
+                return call.tool.preview(args, ctx)
         except Exception as e:  # a broken preview must not hide the call
             return f"(no preview: {type(e).__name__}: {e})"
         return None

@@ -365,7 +365,8 @@ class TextView:
             proposed if isinstance(proposed, dict) else {})
         request = ApprovalRequest(call_id=event.id, name=event.name, effect=event.effect,
                                   args=args, args_hash=event.args_hash, preview=event.preview,
-                                  source=self.sources.get(event.name, ""))
+                                  source=self.sources.get(event.name, ""),
+                                  extra=dict(event.panel_extra))
         self.console.print(approval_panel(request))
         if event.decision == "approved":
             answer = "y"

@@ -78,9 +78,13 @@ def load_registry(settings: Settings, tools_dirs: Iterable[Path] = ()) -> tuple[
 
 
 def make_redactor(settings: Settings) -> Any:
+    from agent_cli.errors import ConfigError
     from agent_cli.redact import Redactor
 
-    return Redactor.from_config(list(settings.redact_patterns))
+    try:
+        return Redactor.from_config(list(settings.redact_patterns))
+    except ValueError as e:  # a bad pattern is a config mistake: one sentence, no traceback
+        raise ConfigError(f"{e} Fix redact_patterns in your config.") from None
 
 
 class Session:

@@ -3,19 +3,24 @@ tolerant reader.
 
 Each record is one line of ASCII JSON (`ensure_ascii`), so no character inside a value can split
 a record, whatever a reader treats as a line break. `hash` = sha256(previous hash + canonical JSON
-of the record without `hash`); the first record chains from the empty string.
+of the record without `hash` and `mac`); the first record chains from the empty string. `mac` =
+HMAC-SHA256 of `hash` under this user's log key (AGENT_CLI_HOME/log.key), so a line appended by
+someone who recomputed the public chain but lacks the key is still caught. docs/session-log.md
+is the full description.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import os
+import secrets
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Literal
 
 from pydantic import ValidationError
 
@@ -25,9 +30,50 @@ from agent_cli.tools.base import canonical_json
 
 
 def chain_hash(prev: str, record: dict[str, Any]) -> str:
-    body = {k: v for k, v in record.items() if k != "hash"}
+    body = {k: v for k, v in record.items() if k not in ("hash", "mac")}
     data = (prev + canonical_json(body)).encode("utf-8", "surrogatepass")
     return hashlib.sha256(data).hexdigest()
+
+
+KEY_FILE = "log.key"
+
+
+def record_mac(key: bytes, record_hash: str) -> str:
+    return hmac.new(key, record_hash.encode("ascii"), hashlib.sha256).hexdigest()
+
+
+def key_id(key: bytes) -> str:
+    """Names a key without revealing it (session_start.key_id)."""
+    return hashlib.sha256(b"agent-cli log key id\x00" + key).hexdigest()[:16]
+
+
+def log_key(create: bool = False) -> bytes | None:
+    """This user's log key (AGENT_CLI_HOME/log.key, 0600), made on first use when `create`."""
+    from agent_cli.config import home
+
+    path = home() / KEY_FILE
+    try:
+        return bytes.fromhex(path.read_text(encoding="ascii").strip())
+    except FileNotFoundError:
+        if not create:
+            return None
+    except (ValueError, UnicodeDecodeError):
+        raise LogError(f"{path} is not a log key (64 hex characters); move it away and a new "
+                       "one is made at the next session.") from None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{KEY_FILE}.{secrets.token_hex(4)}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="ascii") as f:
+        f.write(secrets.token_hex(32) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+    try:
+        os.link(tmp, path)  # atomic: whoever links first wins, the other reads theirs
+    except FileExistsError:
+        pass
+    finally:
+        tmp.unlink()
+    return log_key(create=False)
 
 
 def serialize(record: dict[str, Any]) -> bytes:
@@ -47,10 +93,12 @@ class SessionLog:
     """An event sink that appends to one JSONL file. `--log` naming an existing file continues its
     chain."""
 
-    def __init__(self, path: Path, *, redactor: Any = None, fsync: bool = True) -> None:
+    def __init__(self, path: Path, *, redactor: Any = None, fsync: bool = True,
+                 key: bytes | Literal["auto"] | None = "auto") -> None:
         self.path = path
         self.redactor = redactor
         self.fsync = fsync
+        self.key = log_key(create=True) if key == "auto" else key
         self.seq = 0
         self.prev_hash = ""
         self.mirror: Callable[[str], None] | None = None
@@ -84,7 +132,11 @@ class SessionLog:
             record["seq"] = self.seq
             if self.redactor is not None:
                 record = self.redactor.value(record)
+            if self.key is not None and record.get("type") == "session_start":
+                record["key_id"] = key_id(self.key)
             record["hash"] = chain_hash(self.prev_hash, record)
+            if self.key is not None:
+                record["mac"] = record_mac(self.key, record["hash"])
             data = serialize(record) + b"\n"
             self._f.write(data)
             self._f.flush()
@@ -269,6 +321,9 @@ def verify(path: Path) -> VerifyResult:
     last_type = ""
     approved: set[str] = set()
     state = {"ended": False}
+    local = log_key(create=False)
+    local_id = key_id(local) if local is not None else None
+    signed = False
     with_bytes = _read_with_bytes(path)
     raw_of: dict[int, bytes] = {}
 
@@ -311,6 +366,20 @@ def verify(path: Path) -> VerifyResult:
         problem = _check_structure(rec, approved, state)
         if problem:
             res.fault = f"line {lineno} ({_describe(rec)}): {problem}"
+            return res
+        if rec.get("type") == "session_start":
+            kid = rec.get("key_id")
+            signed = local is not None and kid == local_id
+            if not signed:
+                res.warnings.append(
+                    f"line {lineno}: this session was signed with another log key (id {kid}); "
+                    "only its hash chain was checked" if kid else
+                    f"line {lineno}: this session carries no key id; only its hash chain was "
+                    "checked")
+        if signed and local is not None and rec.get("mac") != record_mac(local, claimed):
+            what = "has no MAC" if rec.get("mac") is None else "has a MAC that does not match"
+            res.fault = (f"line {lineno} ({_describe(rec)}) {what} this user's log key: it was "
+                         "forged (written or rewritten by something without the key)")
             return res
         res.count += 1
         prev_hash = claimed

@@ -30,6 +30,8 @@ from agent_cli.redact import Redactor
 from agent_cli.session_log import SessionLog
 from bench.common import Stats, clean_env, header, machine_line, run_child
 
+KEY = bytes(range(32))
+"""A fixed log key: the HMAC costs what it costs in a session, and no key file is made."""
 RESULT = ("line of tool output with a path src/app/module.py:42 and some words\n" * 9)[:600]
 
 
@@ -50,7 +52,7 @@ def write_rate(folder: Path, calls: int, fsync: bool) -> float:
     path = folder / f"rate-{'fsync' if fsync else 'nofsync'}.jsonl"
     path.unlink(missing_ok=True)
     events = [e for i in range(calls) for e in call_events(i)]
-    log = SessionLog(path, redactor=Redactor(), fsync=fsync)
+    log = SessionLog(path, redactor=Redactor(), fsync=fsync, key=KEY)
     start = time.perf_counter()
     for e in events:
         log.write(e)
@@ -63,7 +65,7 @@ def write_rate(folder: Path, calls: int, fsync: bool) -> float:
 def generate(path: Path, n_events: int) -> None:
     """A plausible long session: turns of user message, model reply, calls, turn end."""
     path.unlink(missing_ok=True)
-    log = SessionLog(path, redactor=Redactor(), fsync=False)
+    log = SessionLog(path, redactor=Redactor(), fsync=False, key=KEY)
     log.write(ev.SessionStart(version="bench", model="m", provider="scripted", workspace="/ws",
                               tools=[]))
     written, i = 1, 0
@@ -111,7 +113,10 @@ def measured(argv: list[str], env: dict[str, str]) -> tuple[float, float, float,
 
 
 def read_back(log: Path, repeat: int) -> None:
-    env = clean_env()
+    home = log.parent / "home"  # holds the key, so verify checks every MAC as it would at home
+    home.mkdir(exist_ok=True)
+    (home / "log.key").write_text(KEY.hex() + "\n", encoding="ascii")
+    env = clean_env(AGENT_CLI_HOME=str(home))
     size_mb = log.stat().st_size / 1e6
     py = sys.executable
     for label, argv in (

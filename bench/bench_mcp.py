@@ -19,6 +19,7 @@ Figures only; nothing is asserted. Unix only (pty).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import pty
@@ -109,10 +110,8 @@ def chat_once(home: Path, workspace: Path, config: Path | None) -> tuple[float, 
         os.waitpid(pid, 0)
         to_exit = time.monotonic() - stop
     finally:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         os.close(fd)
     return to_prompt, to_exit
 
@@ -215,7 +214,8 @@ def bench_calls(calls: int, tmp: Path) -> None:
         mcp.append(turn("time__get_current_time", {"timezone": "UTC"}))
     print(f"   built-in multiply:        {fmt(builtin, 'ms', 1000)}")
     print(f"   MCP time__get_current_time: {fmt(mcp, 'ms', 1000)}")
-    print(f"   MCP overhead per call:    {(statistics.median(mcp) - statistics.median(builtin)) * 1000:.3f} ms")
+    extra = (statistics.median(mcp) - statistics.median(builtin)) * 1000
+    print(f"   MCP overhead per call:    {extra:.3f} ms")
     ctx = ToolContext(workspace=tmp, timeout_s=30, output_cap=30_000)
     bare = []
     for _ in range(calls):

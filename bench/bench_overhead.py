@@ -4,7 +4,8 @@ Three measurements against the fake Anthropic server (real SDK, streaming, loopb
 runs in its own process and times its own handler so that time can be subtracted):
 
 1. headless `agent-cli run ... --output jsonl > /dev/null` for N sequential multiply calls:
-   overhead per call = (T(N) - T(0)) / N - server time per request;
+   overhead per call = (T(N) - T(0)) / N - server time per request (the CPU time of the fake's
+   handler: its wall time would also count waiting for the client's bytes);
 2. the same loop in-process (a Session with AnthropicProvider), so start-up is out of the picture,
    with the call-to-call interval early and late in the longest run (is it flat?);
 3. a bare SDK client sending the same growing history, to split SDK cost from agent-cli's own.
@@ -109,12 +110,12 @@ def headless(fake: FakeProcess, ns: list[int], repeat: int, tmp: Path) -> dict[i
             s = fake.stats()
             wall[n].add(r.wall_s)
             cpu[n].add(r.cpu_s)
-            server[n].add(s.handler_wall_s)
+            server[n].add(s.handler_cpu_s)
             rss[n].add(r.peak_rss_mb)
-    print(f"{'N':>5}  {'wall':<40}  {'client CPU (median)':>19}  {'server':>9}  {'peak RSS':>8}")
+    print(f"{'N':>5}  {'wall':<40}  {'client CPU':>10}  {'server CPU':>10}  {'peak RSS':>8}")
     for n in ns:
-        print(f"{n:>5}  {wall[n].fmt('s'):<40}  {cpu[n].median:17.3f} s  "
-              f"{server[n].median * 1e3:6.1f} ms  {rss[n].median:5.1f} MB")
+        print(f"{n:>5}  {wall[n].fmt('s'):<40}  {cpu[n].median:8.3f} s  "
+              f"{server[n].median * 1e3:7.1f} ms  {rss[n].median:5.1f} MB")
     out: dict[int, PerCall] = {}
     print("per call = (T(N) - T(0)) / N - server time per request; from median wall, min wall, "
           "and the client's median CPU time (the least disturbed by other load):")
@@ -192,7 +193,7 @@ def in_process(fake: FakeProcess, ns: list[int], repeat: int,
                 raise SystemExit(1)
             turn[n].add(elapsed)
             cpu[n].add(cpu_used)
-            server[n].add(s.handler_wall_s)
+            server[n].add(s.handler_cpu_s)
             if n == max(ns):
                 walls = s.walls_s
                 intervals = [b - a for a, b in itertools.pairwise(marks)]
@@ -263,7 +264,7 @@ def bare_sdk(fake: FakeProcess, n: int, repeat: int) -> tuple[float, float]:
                 {"type": "tool_result", "tool_use_id": u.id, "content": "6"} for u in uses]})
         elapsed, cpu_used = time.perf_counter() - start, time.process_time() - cpu_start
         s = fake.stats()
-        per_req.add((elapsed - s.handler_wall_s) / s.requests)
+        per_req.add((elapsed - s.handler_cpu_s) / s.requests)
         cpu_req.add(cpu_used / s.requests)
     print(f"SDK per request, server time subtracted: wall {per_req.fmt('ms', 2)}; "
           f"CPU {cpu_req.fmt('ms', 2)}")

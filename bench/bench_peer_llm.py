@@ -6,7 +6,8 @@ process timing its own handler), in the same run, interleaved, so machine noise 
 - `--help` wall time;
 - a prompt with no tool calls;
 - N sequential multiply calls (llm gets `multiply(a: int, b: int)` through `--functions`):
-  overhead per call = (T(N) - T(0)) / N - server time per request;
+  overhead per call = (T(N) - T(0)) / N - server time per request, from wall time and from the
+  child's CPU time (user + system; the steadier figure on a shared machine);
 - peak memory (ru_maxrss of each child).
 
 llm is installed by this script into its own virtual environment under the temp folder, keyed by
@@ -191,6 +192,7 @@ def compare(peers: Peers, fake: FakeProcess, ns: list[int], repeat: int) -> int:
     help_t = {w: Stats() for w in WHO}
     prompt_t = {w: Stats() for w in WHO}
     calls_t = {w: {n: Stats() for n in [0, *ns]} for w in WHO}
+    cpu_t = {w: {n: Stats() for n in [0, *ns]} for w in WHO}
     server_t = {w: {n: Stats() for n in [0, *ns]} for w in WHO}
     rss = {w: Stats() for w in WHO}
     for _ in range(repeat):
@@ -210,7 +212,8 @@ def compare(peers: Peers, fake: FakeProcess, ns: list[int], repeat: int) -> int:
                     print(f"  {who} N={n}: exit {r.returncode} in a timed run; left out")
                     continue
                 calls_t[who][n].add(r.wall_s)
-                server_t[who][n].add(s.handler_wall_s)
+                cpu_t[who][n].add(r.cpu_s)
+                server_t[who][n].add(s.handler_cpu_s)
                 rss[who].add(r.peak_rss_mb)
 
     header("--help (wall)")
@@ -224,6 +227,7 @@ def compare(peers: Peers, fake: FakeProcess, ns: list[int], repeat: int) -> int:
     header("N sequential tool calls: wall, and overhead per call "
            "= (T(N) - T(0)) / N - server time per request")
     per_call: dict[str, dict[int, float]] = {w: {} for w in WHO}
+    per_cpu: dict[str, dict[int, float]] = {w: {} for w in WHO}
     for n in [0, *ns]:
         for who in WHO:
             st = calls_t[who][n]
@@ -235,22 +239,29 @@ def compare(peers: Peers, fake: FakeProcess, ns: list[int], repeat: int) -> int:
             if n and base.samples:
                 srv = (server_t[who][n].median - server_t[who][0].median) / n
                 per_call[who][n] = (st.median - base.median) / n - srv
-                extra = f"  -> {per_call[who][n] * 1e3:6.2f} ms per call"
+                per_cpu[who][n] = (cpu_t[who][n].median - cpu_t[who][0].median) / n
+                extra = (f"  -> {per_call[who][n] * 1e3:6.2f} ms per call (wall), "
+                         f"{per_cpu[who][n] * 1e3:6.2f} ms (CPU)")
             print(f"  N={n:<4} {who:<9} {st.fmt('s')}{extra}")
         if n and all(n in per_call[w] for w in WHO):
             print(f"  N={n:<4} ratio llm / agent-cli per call: "
-                  f"{ratio(per_call['llm'][n], per_call['agent-cli'][n])}")
+                  f"{ratio(per_call['llm'][n], per_call['agent-cli'][n])} (wall), "
+                  f"{ratio(per_cpu['llm'][n], per_cpu['agent-cli'][n])} (CPU)")
     header("peak memory (ru_maxrss of each child, over the prompt and call runs)")
     for who in WHO:
         print(f"  {who:<9} median {rss[who].median:.0f} MB, max {rss[who].max:.0f} MB")
     print(f"  ratio llm / agent-cli (max): {ratio(rss['llm'].max, rss['agent-cli'].max)}")
     header("summary")
     a, b = per_call["agent-cli"], per_call["llm"]
+    ac, bc = per_cpu["agent-cli"], per_cpu["llm"]
+    print("  agent-cli vs llm (medians):")
     print(f"  --help {help_t['agent-cli'].median:.3f} s vs {help_t['llm'].median:.3f} s; "
-          f"prompt {prompt_t['agent-cli'].median:.3f} s vs {prompt_t['llm'].median:.3f} s; "
-          f"per call " + ", ".join(f"N={n}: {a[n] * 1e3:.1f} vs {b[n] * 1e3:.1f} ms"
-                                   for n in ns if n in a and n in b)
-          + f"; peak {rss['agent-cli'].max:.0f} vs {rss['llm'].max:.0f} MB (agent-cli vs llm)")
+          f"prompt {prompt_t['agent-cli'].median:.3f} s vs {prompt_t['llm'].median:.3f} s")
+    for n in ns:
+        if n in a and n in b:
+            print(f"  per call N={n}: wall {a[n] * 1e3:.1f} vs {b[n] * 1e3:.1f} ms, "
+                  f"CPU {ac[n] * 1e3:.1f} vs {bc[n] * 1e3:.1f} ms")
+    print(f"  peak memory {rss['agent-cli'].max:.0f} vs {rss['llm'].max:.0f} MB")
     return 0
 
 

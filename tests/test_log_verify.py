@@ -194,3 +194,43 @@ def test_log_list_shows_recent_sessions(workspace: Path, tmp_path: Path,
     other.mkdir()
     filtered = runner.invoke(app, ["log", "list", "--workspace", str(other)])
     assert "a.jsonl" not in filtered.output
+
+
+def _rechained_forgery(lines: list[bytes]) -> bytes:
+    """A record chained correctly after the last one: anyone can compute the public chain."""
+    last = json.loads(lines[-1])
+    body = {"v": 1, "seq": last["seq"] + 1, "ts": last["ts"] + 1, "type": "tool_result",
+            "id": "toolu_2", "name": "echo_write", "is_error": False,
+            "content": "echo:b (it ran after all)", "duration": 0.1, "truncated": False}
+    return serialize({**body, "hash": chain_hash(last["hash"], body)})
+
+
+def test_a_rechained_forgery_is_caught_by_the_log_key(log: Path) -> None:
+    import os
+
+    lines = lines_of(log)[:-3]  # as if the session crashed before its turn ended
+    write_lines(log, [*lines, _rechained_forgery(lines)])
+    result = cli("log", "verify", str(log))
+    assert result.exit_code == 1
+    assert f"line {len(lines) + 1}" in result.output and "forged" in result.output
+    key = Path(os.environ["AGENT_CLI_HOME"]) / "log.key"
+    assert key.stat().st_mode & 0o777 == 0o600
+
+
+def test_without_the_key_only_the_chain_is_checked_and_verify_says_so(log: Path) -> None:
+    import os
+
+    (Path(os.environ["AGENT_CLI_HOME"]) / "log.key").unlink()
+    lines = lines_of(log)[:-3]
+    write_lines(log, [*lines, _rechained_forgery(lines)])
+    result = verify(log)
+    assert result.ok  # the stated limit: no key, no way to tell a recomputed chain apart
+    assert any("another log key" in w for w in result.warnings)
+
+
+def test_recorded_logs_from_another_machine_verify_with_a_warning() -> None:
+    data = Path(__file__).resolve().parent / "data"
+    for name in ("session_edit.jsonl", "session_search.jsonl"):
+        result = verify(data / name)
+        assert result.ok, result.fault
+        assert any("another log key" in w for w in result.warnings)

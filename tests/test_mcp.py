@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -554,3 +555,91 @@ def test_core_works_without_the_mcp_extra(tmp_path: Path, workspace: Path) -> No
     assert listed.returncode == 1
     assert "pip install 'agent-cli[mcp]'" in listed.stderr
     assert "Traceback" not in listed.stderr
+
+
+# --------------------------------------------------------------------------- timeouts, errors
+
+SLOW_SERVER = '''
+import os
+
+import anyio
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+server = MCPServer("slow")
+
+
+@server.tool()
+async def nap(seconds: float) -> str:
+    """Sleep, then answer."""
+    await anyio.sleep(seconds)
+    return "rested"
+
+
+@server.tool()
+def fail() -> str:
+    """Always fails (an isError result)."""
+    raise ToolError("the disk is on fire")
+
+
+@server.tool()
+def where() -> str:
+    """The server's working folder."""
+    return os.getcwd()
+
+
+server.run()
+'''
+
+
+@pytest.fixture
+def slow_server(tmp_path: Path, marker: str) -> MCPServer:
+    script = tmp_path / "slow_server.py"
+    script.write_text(SLOW_SERVER)
+    return MCPServer(command=PY, args=[str(script)], env={marker: "1"}, timeout_s=1.0,
+                     trusted=True)
+
+
+def test_timeouts_and_is_error_results_become_error_results(workspace: Path, marker: str,
+                                                             slow_server: MCPServer) -> None:
+    run = Run(workspace, {"slow": slow_server},
+              [calls(use("s1", "slow__nap", {"seconds": 30}), use("s2", "slow__fail", {}),
+                     use("s3", "slow__nap", {"seconds": 0}), use("s4", "slow__where", {})),
+               done()],
+              answers=["y", "y", "y", "y"])  # no annotations: every tool asks
+    try:
+        assert run.send().reason == "end_turn"
+        res = run.results()
+        assert res["s1"].is_error and "did not answer within 1 s" in res["s1"].content
+        assert res["s2"].is_error and "the disk is on fire" in res["s2"].content
+        assert not res["s3"].is_error and res["s3"].content == "rested"  # still usable
+        assert Path(res["s4"].content) == workspace.resolve()  # cwd defaults to the workspace
+        assert [r.extra["server says"].split(",")[0] for r in run.approver.seen] == [
+            "may change things (default)"] * 4
+    finally:
+        run.close()
+    assert wait_gone(marker) == []
+
+
+def test_cancel_reaches_a_running_mcp_call(workspace: Path, marker: str,
+                                           slow_server: MCPServer) -> None:
+    run = Run(workspace, {"slow": slow_server.model_copy(update={"timeout_s": 30.0})},
+              [done()])
+    try:
+        run.send()
+        ctx = ToolContext(workspace=workspace, timeout_s=30, output_cap=10_000)
+        threading.Timer(0.3, ctx.cancel.set).start()
+        out = run.hub.call("slow", "nap", {"seconds": 30}, ctx)  # type: ignore[union-attr]
+        assert out.is_error and "cancelled" in out.content
+        again = run.hub.call("slow", "nap", {"seconds": 0},  # type: ignore[union-attr]
+                             ToolContext(workspace=workspace, timeout_s=30, output_cap=10_000))
+        assert (again.is_error, again.content) == (False, "rested")
+    finally:
+        run.close()
+
+
+def test_mcp_list_without_servers_says_how_to_add_one(tmp_path: Path) -> None:
+    out = subprocess.run([PY, "-m", "agent_cli", "mcp", "list"], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0
+    assert "[mcp.servers.NAME]" in out.stdout

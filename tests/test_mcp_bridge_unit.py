@@ -273,3 +273,11 @@ def test_config_reads_mcp_servers_tables(tmp_path: Path) -> None:
     assert (srv.command, srv.args, srv.trusted, srv.mode, srv.timeout_s, srv.enabled) == (
         "uvx", ["mcp-server-time"], True, "legacy", 5.0, True)
     assert Settings().mcp == {}
+
+
+def test_a_wrapped_plain_result_is_not_repeated() -> None:
+    r = mt.CallToolResult(content=[mt.TextContent(text="rested")],
+                          structured_content={"result": "rested"})
+    assert format_result(r) == ("rested", False)
+    n = mt.CallToolResult(content=[mt.TextContent(text="42")], structured_content={"result": 42})
+    assert format_result(n) == ("42", False)

@@ -141,3 +141,14 @@ def test_http_headers_and_the_api_key_are_never_logged(status: int, workspace: P
                    "x-stainless", "request-id", "bearer"):
         assert header not in raw, header
     assert verify(log).ok
+
+
+def test_a_bad_pattern_in_config_is_one_sentence(workspace: Path, tmp_path: Path) -> None:
+    (tmp_path / "c.toml").write_text('redact_patterns = ["("]\n', encoding="utf-8")
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([text("hi")]), encoding="utf-8")
+    result = CliRunner().invoke(app, ["run", "hi", "--script", str(script), "--workspace",
+                                      str(workspace), "--config", str(tmp_path / "c.toml")])
+    said = " ".join(result.output.split())
+    assert result.exit_code == 2 and "redact_patterns" in said
+    assert result.exception is None or isinstance(result.exception, SystemExit)

@@ -292,9 +292,14 @@ def test_rerun_without_a_terminal_denies_writes_and_reports_it(tmp_path: Path) -
     assert not (ws / "summary.txt").exists()
 
 
-def test_rerun_needs_an_explicit_workspace() -> None:
-    result = runner.invoke(app, ["replay", str(DATA / "session_edit.jsonl"), "--rerun"])
+def test_rerun_needs_an_explicit_workspace_and_its_own_log(tmp_path: Path) -> None:
+    log = DATA / "session_edit.jsonl"
+    result = runner.invoke(app, ["replay", str(log), "--rerun"])
     assert result.exit_code == 2 and "--workspace" in result.output
+    before = log.read_bytes()
+    same = runner.invoke(app, ["replay", str(log), "--rerun", "--workspace", str(tmp_path),
+                               "--log", str(log)])
+    assert same.exit_code == 2 and log.read_bytes() == before
 
 
 def test_reuse_approvals_refuses_a_log_that_fails_verification(tmp_path: Path) -> None:
@@ -378,3 +383,17 @@ def _record_fixtures(out: Path) -> None:
 
 if __name__ == "__main__":
     _record_fixtures(DATA)
+
+
+@pytest.mark.parametrize(("spec", "want"), [
+    ("3", (3, 3)), ("2-4", (2, 4)), ("2-", (2, None)), ("-4", (1, 4)), (" 1 - 2 ", (1, 2))])
+def test_turn_ranges(spec: str, want: tuple[int, int | None]) -> None:
+    assert rp.parse_turns(spec) == want
+
+
+@pytest.mark.parametrize("spec", ["", "-", "0", "4-2", "a-b", "1-2-3"])
+def test_bad_turn_ranges_are_usage_errors(spec: str) -> None:
+    from agent_cli.errors import UsageError
+
+    with pytest.raises(UsageError):
+        rp.parse_turns(spec)

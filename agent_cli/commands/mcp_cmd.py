@@ -141,7 +141,7 @@ def register(app: typer.Typer) -> None:
             mcp_available,
         )
 
-        console = Console(highlight=False)
+        console = Console(highlight=False, markup=False)
         servers = configured_servers(common.settings())
         if not servers:
             console.print("No MCP servers are configured: add [mcp.servers.NAME] with "
@@ -176,7 +176,7 @@ def register(app: typer.Typer) -> None:
         from agent_cli.tools.mcp_bridge import configured_servers, mcp_available
         from agent_cli.ui.safe_rich import safe
 
-        console = Console(highlight=False)
+        console = Console(highlight=False, markup=False)
         servers = configured_servers(common.settings())
         if name not in servers:
             raise fail(f"No MCP server named {name!r} in the config; configured: "

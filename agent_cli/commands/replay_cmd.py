@@ -51,6 +51,9 @@ def register(app: typer.Typer) -> None:
             if common.workspace is None:
                 raise fail("--rerun runs the tools again: name the folder with --workspace DIR "
                            "(a copy of the original workspace is best).", EXIT_USAGE)
+            if common.log is not None and common.log.resolve() == log_file.resolve():
+                raise fail("--log must name a new file for the rerun's own log, not the "
+                           "recording.", EXIT_USAGE)
             if turns is not None or tools_only or output != "text":
                 raise fail("--rerun replays whole sessions; drop --turns, --tools-only and "
                            "--output.", EXIT_USAGE)

@@ -48,6 +48,8 @@ MISSING_EXTRA = (
     "install it with: pip install 'agent-cli[mcp]' (or set enabled = false for those servers)."
 )
 STOP_GRACE_S = 8.0
+BOOT_HEAD_START_S = 0.3
+"""How long the servers' start waits for the REPL prompt to come up, unless needed sooner."""
 """Longest wait for all servers to stop on close (the SDK's own shutdown is bounded at ~6 s)."""
 
 # The spec's defaults for missing annotations: not read-only, destructive, not idempotent, open.
@@ -133,8 +135,7 @@ def format_result(result: Any) -> tuple[str, bool]:
             text = str(getattr(block, "text", ""))
             parts.append(text)
             if structured is not None and not mirrored:
-                with contextlib.suppress(ValueError):
-                    mirrored = json.loads(text) == structured
+                mirrored = _mirrors(text, structured)
         elif kind in ("image", "audio"):
             size = len(str(getattr(block, "data", ""))) * 3 // 4
             parts.append(f"[{kind} content: {getattr(block, 'mime_type', '?')}, about {size} "
@@ -166,6 +167,23 @@ def format_result(result: Any) -> tuple[str, bool]:
 def _import_sdk() -> None:
     import jsonschema  # noqa: F401
     import mcp  # noqa: F401
+
+
+def _mirrors(text: str, structured: Any) -> bool:
+    """Does this text block already carry the structured value? Either as its JSON, or as the
+    SDK's wrapping of a plain return value ({"result": value})."""
+    import json
+
+    candidates = [structured]
+    if isinstance(structured, dict) and list(structured) == ["result"]:
+        candidates.append(structured["result"])
+    if text in candidates:
+        return True
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        return False
+    return parsed in candidates
 
 
 def make_validator(schema: dict[str, Any]) -> Callable[[dict[str, Any]], dict[str, Any]]:
@@ -298,6 +316,8 @@ class MCPHub:
         self._notices: list[tuple[str, str]] = []
         self._registered: dict[str, Tool] = {}
         self._portal: Any = None
+        self._boot: threading.Thread | None = None
+        self._go = threading.Event()
         self._thread: threading.Thread | None = None
         self._files: list[Any] = []
         self._log_handler: logging.Handler | None = None
@@ -309,20 +329,41 @@ class MCPHub:
     # -- lifecycle (main thread) ---------------------------------------------------------------
 
     def start(self) -> None:
-        """Start every enabled server in the background and return at once."""
+        """Start every enabled server in the background and return at once: even anyio is
+        imported off the main thread, which is busy bringing up the prompt."""
         todo = [s for s in self.servers.values() if s.state == "starting"]
-        if not todo or self._portal is not None:
+        if not todo or self._boot is not None:
             return
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self._route_sdk_logging()
-        self._portal = self._start_portal()
-        atexit.register(self.close)
         now = time.monotonic()
         for st in todo:
             st.deadline = now + st.config.timeout_s
-            st.task = self._portal.start_task_soon(self._serve, st)
+        self._boot = threading.Thread(target=self._boot_servers, args=(todo,),
+                                      name="agent-cli-mcp-boot", daemon=True)
+        self._boot.start()
+        atexit.register(self.close)
         self.note(f"MCP: starting {', '.join(s.name for s in todo)} in the background; "
-                   "their tools join when ready (/mcp shows the state).")
+                  "their tools join when ready (/mcp shows the state).")
+
+    def _boot_servers(self, todo: list[ServerState]) -> None:
+        # Give the main thread a head start to bring up the prompt (the SDK import and two
+        # Python servers starting would compete with it for the GIL and the cores), unless
+        # someone needs the servers now: the first model request (sync(wait=True)) or a list.
+        self._go.wait(BOOT_HEAD_START_S)
+        if self._closed:
+            for st in todo:
+                st.state = "closed"
+                st.ready.set()
+            return
+        try:
+            portal = self._start_portal()
+            self._portal = portal
+            for st in todo:
+                st.task = portal.start_task_soon(self._serve, st)
+        except Exception as e:  # the event loop itself could not start: say so, go on
+            for st in todo:
+                self._failed(st, f"the MCP event loop could not start ({exception_text(e)})")
 
     def _start_portal(self) -> Any:
         """One daemon thread runs the event loop for every server. Not anyio's
@@ -350,6 +391,7 @@ class MCPHub:
 
     def wait_ready(self, names: list[str] | None = None) -> None:
         """Block until the named (default: all) servers left the `starting` state."""
+        self._go.set()
         for st in self.servers.values():
             if names is not None and st.name not in names:
                 continue
@@ -361,6 +403,11 @@ class MCPHub:
         if self._closed:
             return
         self._closed = True
+        for st in self.servers.values():
+            st.closing = True
+        self._go.set()
+        if self._boot is not None:
+            self._boot.join(STOP_GRACE_S)
         portal = self._portal
         if portal is not None:
             for st in self.servers.values():
@@ -396,6 +443,9 @@ class MCPHub:
                                       encoding="utf-8", delay=True)
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
         logger = logging.getLogger("mcp")
+        if not any(type(h) is logging.NullHandler for h in logger.handlers):
+            # Stays after close: with no handler at all, logging's last resort prints warnings.
+            logger.addHandler(logging.NullHandler())
         logger.addHandler(handler)
         logger.propagate = False
         self._log_handler = handler

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
+import unicodedata
 from collections.abc import Callable
 from typing import Any
 
@@ -18,7 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from agent_cli.approval import ApprovalRequest, Approved, Decision, Denied, parse_answer
-from agent_cli.safe_text import one_line, one_line_segments, scan
+from agent_cli.safe_text import one_line, one_line_segments, sanitize, scan
 from agent_cli.ui.safe_rich import TOKEN_STYLE, safe
 
 InputFn = Callable[[str], str]
@@ -68,6 +70,7 @@ def hidden_summary(request: ApprovalRequest) -> str | None:
     list or object, into JSON escapes such as \\u001b)."""
     texts = _strings(request.args)
     texts.append(request.call_id)
+    texts.extend(_strings(request.extra))
     if request.preview:
         texts.append(request.preview)
     notes: list[str] = []
@@ -78,6 +81,40 @@ def hidden_summary(request: ApprovalRequest) -> str | None:
     if not notes:
         return None
     return "Hidden or control characters are shown as highlighted tokens: " + "; ".join(notes)
+
+
+_WORD = re.compile(r"[^\W\d_]+")
+LOOKALIKES_SHOWN = 5
+
+
+def _foreign(ch: str) -> bool:
+    """A letter that is neither ASCII nor a Latin letter with a mark (é is fine; і, ο, ｐ are
+    not)."""
+    return not ch.isascii() and not unicodedata.name(ch, "").startswith("LATIN ")
+
+
+def lookalike_summary(request: ApprovalRequest) -> str | None:
+    """Name the words that mix ASCII letters with letters of another script: `gіthub` with a
+    Cyrillic і reads as github. The value is shown exactly; this says what the eye would miss.
+    Words wholly in one script (Russian, Greek text) are left alone."""
+    found: dict[str, str] = {}
+    for text in _strings(request.args):
+        if text.isascii() or len(found) >= LOOKALIKES_SHOWN:
+            continue
+        for m in _WORD.finditer(text):
+            word = m.group()
+            if word.isascii() or not any(c.isascii() for c in word):
+                continue
+            odd = [c for c in word if _foreign(c)]
+            if odd and word not in found:
+                c = odd[0]
+                found[word] = f"U+{ord(c):04X} {unicodedata.name(c, '?')}"
+            if len(found) >= LOOKALIKES_SHOWN:
+                break
+    if not found:
+        return None
+    listed = "; ".join(f"'{one_line(w, 40)}' has {what}" for w, what in found.items())
+    return f"Look-alike letters: words mixing ASCII with other scripts: {listed}"
 
 
 TITLE_ID_MAX = 60
@@ -116,8 +153,38 @@ def approval_panel(request: ApprovalRequest) -> Panel:
     warning = hidden_summary(request)
     if warning:
         parts.append(Text("⚠ " + warning, style="bold yellow"))
+    lookalikes = lookalike_summary(request)
+    if lookalikes:
+        parts.append(safe("⚠ " + lookalikes, "bold yellow"))
     return Panel(Group(*parts), title=_title(request.call_id),
                  title_align="left", border_style="yellow", expand=True)
+
+
+def _screen_lines(text: str, width: int) -> int:
+    """Terminal lines `text` takes once sanitised (padding collapsed) and wrapped at `width`."""
+    return sum(max(1, -(-len(line) // width)) for line in sanitize(text).split("\n"))
+
+
+def _plural(n: int, noun: str) -> str:
+    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
+
+
+def tall_panel_note(request: ApprovalRequest, width: int, height: int) -> str | None:
+    """When the panel is taller than the terminal, its start has scrolled away by the time the
+    prompt shows (filler that is not blank is not collapsed). Say so right above the prompt,
+    with the size of each long value, so the person knows to scroll up or to say no."""
+    key_width = max((len(str(k)) for k in request.args), default=4)
+    inner = max(20, width - key_width - 5)
+    values = [(str(k), _value_text(v)) for k, v in request.args.items()]
+    if request.preview:
+        values.append(("preview", request.preview))
+    total = 6 + sum(_screen_lines(v, inner) for _, v in values)
+    if total <= max(height - 3, 10):
+        return None
+    sizes = [f"{k}: {_plural(len(v), 'character')}, {_plural(v.count(chr(10)) + 1, 'line')}"
+             for k, v in values if len(v) > 200 or "\n" in v]
+    return (f"This panel is about {total:,} lines long, taller than the terminal: scroll up to "
+            f"read all of it before answering. " + "; ".join(sizes) + ".")
 
 
 def discard_typeahead() -> None:
@@ -172,6 +239,9 @@ class TerminalApprover:
 
     def decide(self, request: ApprovalRequest) -> Decision:
         self.console.print(approval_panel(request))
+        note = tall_panel_note(request, self.console.width, self.console.height)
+        if note is not None:
+            self.console.print(Text("⚠ " + note, style="bold yellow"))
         if self.flush_typeahead:
             discard_typeahead()
         try:

@@ -8,6 +8,7 @@ hash is logged with the decision), and keys typed ahead are thrown away before t
 
 from __future__ import annotations
 
+import json
 import os
 import select
 import sys
@@ -208,6 +209,7 @@ def test_no_terminal_denies_by_policy(harness: Harness) -> None:
 # --------------------------------------------------------------------------- frozen copy
 
 MUTATING_PLUGIN = '''
+import json
 from pathlib import Path
 from pydantic import BaseModel
 from agent_cli.tools import Tool
@@ -220,7 +222,7 @@ class Args(BaseModel):
 
 
 def run(args, ctx):
-    (Path(ctx.workspace) / args.path).write_text(args.content + "|" + ",".join(args.tags))
+    (Path(ctx.workspace) / args.path).write_text(json.dumps(args.model_dump()))
     return "ran with " + args.content
 
 
@@ -263,14 +265,11 @@ def test_what_runs_is_the_frozen_copy_that_was_shown(harness: Harness, tmp_path:
     assert approval.args_hash == sha256_json(args)
     frozen = harness.workspace / "frozen.txt"
     [result] = o.sent_back(1)
-    if frozen.exists():
-        # it ran: with exactly the arguments shown and hashed
-        assert frozen.read_text() == "as shown|t"
-        assert not result.get("is_error")
-    else:
-        assert result["is_error"] is True and "changed after they were shown" in result["content"]
-    assert "EVIL" not in frozen.read_text() if frozen.exists() else True
-    assert set(o.disk_changes()) <= {str(frozen)}
+    assert not result.get("is_error"), result
+    ran = json.loads(frozen.read_text())
+    assert ran == args, "it ran with exactly the arguments shown"
+    assert sha256_json(ran) == approval.args_hash, "the logged hash is the hash of what ran"
+    assert list(o.disk_changes()) == [str(frozen)]
 
 
 @pytest.mark.parametrize("kind", ["other-hash", "other-id"])

@@ -229,6 +229,25 @@ def test_same_failing_call_forever_stops(harness: Harness, key: str) -> None:
     assert "TOP-SECRET-OUTSIDE" not in str(o.results())
 
 
+@pytest.mark.parametrize("tool", ["write_file", "read_file"])
+def test_same_failing_call_repeated_within_one_reply_stops(harness: Harness, tool: str) -> None:
+    """Fifty copies of one call in a single reply: after `repeat_failures` identical failures
+    (denials included) the rest are answered "not run" without a panel each, so a person cannot
+    be worn down into a yes by a wall of identical panels."""
+    args = OUT if tool == "write_file" else {"path": "missing.txt"}
+    uses = [use(tool, args, f"toolu_{i}") for i in range(50)]
+    o = harness.run([calls(*uses), done()], [""] * 50)
+    assert o.result is not None and o.result.reason == "repeated_failure"
+    assert o.panels == (3 if tool == "write_file" else 0)
+    results = o.results()
+    assert [r["tool_use_id"] for r in results] == [f"toolu_{i}" for i in range(50)]
+    assert all(r["is_error"] for r in results)
+    assert "not run" in results[3]["content"] and "not run" in results[-1]["content"]
+    assert len(o.of(ev.ToolProposed)) == 3, "the rest were never proposed to the gate"
+    assert_terminal_clean(o.terminal)
+    assert o.disk_changes() == {}
+
+
 def _counting(kind: str) -> Any:
     n = count()
 
