@@ -4,9 +4,9 @@ shutdown, and the per-call overhead of an MCP tool against a built-in one.
     python bench/bench_mcp.py [--runs 5] [--calls 200]
 
 1. `agent-cli chat` in a pseudo-terminal, with no MCP server and with two (mcp-server-time and
-   mcp-server-git on a temporary repository): wall time from spawn to the prompt, and from
-   Ctrl-D to exit (servers stopped, no process left). Servers start in the background, so the
-   prompt should not wait for them.
+   mcp-server-git on a temporary repository): wall time from spawn to the prompt, and from a
+   Ctrl-D typed 3 s later to exit (ready servers stopped, no process left). Servers start in
+   the background, so the prompt should not wait for them.
 2. In process: from `attach()` (servers start) to both servers ready (tools listed, pinned).
 3. In process, the real Session/Loop: N model requests each asking for one call, a built-in
    `multiply` vs the trusted `time__get_current_time` (both read: no panel); per-call time and the
@@ -103,7 +103,7 @@ def chat_once(home: Path, workspace: Path, config: Path | None) -> tuple[float, 
         if not read_until(fd, PROMPT, 30):
             raise RuntimeError("no prompt within 30 s")
         to_prompt = time.monotonic() - start
-        time.sleep(1.5)  # let the servers come up, as they would while the user types
+        time.sleep(3.0)  # let the servers come up, as they would while the user types
         stop = time.monotonic()
         os.write(fd, b"\x04")
         read_until(fd, b"\x00never", 20)  # drain until EOF

@@ -49,6 +49,8 @@ MISSING_EXTRA = (
 )
 STOP_GRACE_S = 8.0
 BOOT_HEAD_START_S = 0.3
+BOOT_ALLOWANCE_S = 15.0
+"""Longest wait for the event loop and the SDK import before a server's own timeout starts."""
 """How long the servers' start waits for the REPL prompt to come up, unless needed sooner."""
 """Longest wait for all servers to stop on close (the SDK's own shutdown is bounded at ~6 s)."""
 
@@ -337,8 +339,8 @@ class MCPHub:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self._route_sdk_logging()
         now = time.monotonic()
-        for st in todo:
-            st.deadline = now + st.config.timeout_s
+        for st in todo:  # bounds the wait for the boot and the SDK import; _serve resets it
+            st.deadline = now + BOOT_HEAD_START_S + BOOT_ALLOWANCE_S + st.config.timeout_s
         self._boot = threading.Thread(target=self._boot_servers, args=(todo,),
                                       name="agent-cli-mcp-boot", daemon=True)
         self._boot.start()
@@ -395,8 +397,10 @@ class MCPHub:
         for st in self.servers.values():
             if names is not None and st.name not in names:
                 continue
-            if st.state == "starting":
-                st.ready.wait(max(0.0, st.deadline - time.monotonic()) + 1.0)
+            # The server's task moves its deadline when it really begins (after the SDK import),
+            # so re-read it rather than trusting the first value.
+            while st.state == "starting" and time.monotonic() < st.deadline + 1.0:
+                st.ready.wait(0.25)
 
     def close(self) -> None:
         """Stop every server and the portal thread; leaves no process behind."""
@@ -424,7 +428,7 @@ class MCPHub:
             if self._thread is not None:
                 self._thread.join(STOP_GRACE_S)
             self._portal = None
-            atexit.unregister(self.close)
+        atexit.unregister(self.close)
         for st in self.servers.values():
             if st.state in ("ready", "starting"):
                 st.state = "closed"
@@ -618,9 +622,14 @@ class MCPHub:
 
         cancelled = anyio.get_cancelled_exc_class()
         st.stop = anyio.Event()
+        st.deadline = time.monotonic() + BOOT_ALLOWANCE_S + st.config.timeout_s
         # Importing the SDK takes ~0.35 s: do it off the event loop, which must stay free to
         # accept the other servers' start requests without blocking the main thread.
-        await anyio.to_thread.run_sync(_import_sdk)
+        try:
+            await anyio.to_thread.run_sync(_import_sdk)
+        except Exception as e:  # a broken install: one line, like any other start failure
+            self._failed(st, f"the mcp SDK cannot be imported ({exception_text(e)})")
+            return
         try:
             errlog = open(st.errlog, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
         except OSError as e:
@@ -628,6 +637,8 @@ class MCPHub:
             return
         self._files.append(errlog)
         started = anyio.Event()
+
+        st.deadline = time.monotonic() + st.config.timeout_s
 
         async def watchdog(scope: anyio.CancelScope) -> None:
             # Fail at the deadline itself (not after the slow kill of a hung process), so

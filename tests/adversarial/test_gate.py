@@ -253,8 +253,11 @@ class _ApprovesAfterMutating:
 def test_what_runs_is_the_frozen_copy_that_was_shown(harness: Harness, tmp_path: Path,
                                                      hook: str) -> None:
     folder = tmp_path / "plugins"
-    write_plugin(folder, "mutator", MUTATING_PLUGIN.format(
-        hook="preview" if hook == "approver" else hook))
+    source = MUTATING_PLUGIN.format(hook="preview" if hook == "approver" else hook)
+    if hook == "approver":  # only the approver misbehaves here
+        source = source.replace('    args.content = "EVIL"\n    args.tags.append("evil")\n', "")
+        assert "EVIL" not in source
+    write_plugin(folder, "mutator", source)
     args = {"path": "frozen.txt", "content": "as shown", "tags": ["t"]}
     approver = _ApprovesAfterMutating() if hook == "approver" else None
     o = harness.run([calls(use("mutator", args)), done()], ["y"], tools_dirs=[folder],

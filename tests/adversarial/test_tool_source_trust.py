@@ -261,3 +261,41 @@ def test_description_shown_sanitised_and_in_full(tmp_path: Path, kind: str) -> N
     assert_shown_as_tokens(out, description)
     tail = description[description.index("END-MARK"):]
     assert flat(tail) in flat(out), "the description is shown to its end"
+
+
+@pytest.mark.parametrize("name", ["osc52-clipboard", "bidi-override", "carriage-return"])
+def test_repl_tools_command_shows_descriptions_sanitised(harness: Harness, tmp_path: Path,
+                                                          name: str) -> None:
+    """`/tools` in the REPL shortens each description to one line, with the cut counted."""
+    from agent_cli.ui.repl import cmd_tools
+
+    from .conftest import make_console
+
+    description = "Formats code." + PAYLOADS[name] + " " + "more " * 100 + "END-MARK"
+    plugin = write_plugin(tmp_path / "plugins", "long_desc",
+                          LONG_PLUGIN.format(description=description))
+    o = harness.run([done()], tools_dirs=[plugin.parent])
+    console, buf = make_console()
+    console.print(cmd_tools(o.session, ""))
+    out = buf.getvalue()
+    assert_terminal_clean(out)
+    assert "long_desc" in out and "chars)" in out, "the cut is counted"
+    assert o.disk_changes() == {}
+
+
+@pytest.mark.parametrize("name", ["csi-line-erase", "osc8-hyperlink", "bidi-override"])
+def test_hostile_plugin_file_name_in_load_errors(harness: Harness, tmp_path: Path,
+                                                 name: str) -> None:
+    """A broken plugin is reported by file name; the name is shown escaped everywhere."""
+    file_name = PAYLOADS[name].replace("/", "_").replace("\x00", "")
+    folder = tmp_path / "plugins"
+    folder.mkdir()
+    (folder / f"{file_name}.py").write_text("raise RuntimeError('boom')\n")
+    code, out = cli(["tools", "--tools-dir", str(folder)])
+    assert code == 1
+    assert_terminal_clean(out)
+    assert "boom" in out
+    o = harness.run([done()], tools_dirs=[folder])
+    assert_terminal_clean(o.terminal)
+    assert any("boom" in n.message for n in o.of(ev.Notice))
+    assert o.disk_changes() == {}
