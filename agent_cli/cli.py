@@ -99,7 +99,7 @@ _COMMON_OPTIONS: dict[str, Any] = {
         "--log", metavar="FILE",
         help="Session log file; an existing one is appended to, its chain continued.")],
     "model": Annotated[Optional[str], typer.Option(  # noqa: UP045
-        "--model", metavar="NAME", help="Model name, e.g. claude-sonnet-4-5.")],
+        "--model", metavar="NAME", help="Model name, e.g. claude-sonnet-5-5.")],
     "provider": Annotated[Optional[str], typer.Option(  # noqa: UP045
         "--provider", metavar="NAME", help="anthropic | openai | scripted.")],
     "base_url": Annotated[Optional[str], typer.Option(  # noqa: UP045

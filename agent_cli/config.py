@@ -47,7 +47,7 @@ class Settings(BaseModel):
 
     provider: Literal["anthropic", "openai", "scripted"] = "anthropic"
     """Where model replies come from."""
-    model: str = "claude-sonnet-4-5"
+    model: str = "claude-sonnet-5-5"
     base_url: str | None = None
     """API endpoint; ANTHROPIC_BASE_URL also works for the anthropic provider."""
     api_key: str | None = None

@@ -34,7 +34,7 @@ def test_agent_cli_home_moves_the_user_folder(tmp_path: Path,
 def test_defaults_with_no_files() -> None:
     s = load_settings()
     assert s == Settings()
-    assert (s.provider, s.model, s.max_turns) == ("anthropic", "claude-sonnet-4-5", 25)
+    assert (s.provider, s.model, s.max_turns) == ("anthropic", "claude-sonnet-5-5", 25)
     assert s.deny == []
 
 

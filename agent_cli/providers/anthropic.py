@@ -7,7 +7,9 @@ reused, so connections are kept alive across requests. Retries are ours, not the
 
 from __future__ import annotations
 
+import functools
 import gc
+import json
 import os
 import time
 from typing import Any
@@ -90,6 +92,32 @@ class AnthropicProvider:
             _freeze_import_time_objects()
         return self._client
 
+    def _open_stream(self, client: Any, body: dict[str, Any]) -> Any:
+        """`client.messages.stream(**body)`, with the body encoded here.
+
+        The SDK deep-copies the whole request body on every request before encoding it; with a
+        long history that copy grows with every call (1.8 ms at 300 calls against 0.5 ms for
+        json.dumps). Our body is plain JSON already, so we encode it once and send it through
+        the SDK's public `content=` path; streaming, events and errors stay the SDK's own.
+        """
+        import anthropic
+        from anthropic.types import Message, RawMessageStreamEvent
+
+        content = json.dumps({**body, "stream": True}, ensure_ascii=False,
+                             separators=(",", ":")).encode("utf-8", "surrogatepass")
+        request = functools.partial(
+            client.post,
+            "/v1/messages",
+            cast_to=Message,
+            content=content,
+            options={"headers": {"Content-Type": "application/json",
+                                 "X-Stainless-Helper-Method": "stream",
+                                 "X-Stainless-Stream-Helper": "messages"}},
+            stream=True,
+            stream_cls=anthropic.Stream[RawMessageStreamEvent],
+        )
+        return anthropic.MessageStreamManager(request, output_format=anthropic.NOT_GIVEN)
+
     def complete(
         self, request: ModelRequest, on_text: TextSink, on_status: StatusSink
     ) -> ModelResponse:
@@ -109,7 +137,7 @@ class AnthropicProvider:
         while True:
             streamed = False
             try:
-                with client.messages.stream(**kwargs) as stream:
+                with self._open_stream(client, kwargs) as stream:
                     streamed = True  # the request was answered: from here on, never retried
                     for text in stream.text_stream:
                         on_text(text)

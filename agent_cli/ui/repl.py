@@ -119,7 +119,7 @@ def cmd_model(session: Session, arg: str) -> RenderableType | None:
         return Text.assemble("Model: ", safe(f"{session.provider.name}:{session.provider.model}"),
                              (" (/model NAME switches)", "dim"))
     if len(name.split()) != 1 or len(name) > 200:
-        return Text("Usage: /model NAME (one word, e.g. /model claude-sonnet-4-5)", style="yellow")
+        return Text("Usage: /model NAME (one word, e.g. /model claude-sonnet-5-5)", style="yellow")
     old = session.provider.model
     session.provider.model = name
     # the notice is logged and shown by the renderer; nothing more to print
