@@ -271,7 +271,7 @@ def run(
     from rich.console import Console
 
     from agent_cli.approval import NonInteractiveApprover
-    from agent_cli.ui.render import Renderer
+    from agent_cli.ui.render import Renderer, StatusOnly
 
     if output not in ("text", "jsonl"):
         raise fail("--output must be text or jsonl.", EXIT_USAGE)
@@ -283,7 +283,7 @@ def run(
         approver = TerminalApprover(Console(highlight=False, stderr=True))
     else:
         approver = NonInteractiveApprover()
-    sinks: list[Sink] = [] if output == "jsonl" else [Renderer(console)]
+    sinks: list[Sink] = [StatusOnly(console) if output == "jsonl" else Renderer(console)]
     session = build_session(common, console=console, approver=approver, sinks=sinks)
     if output == "jsonl":
         session.log.mirror = _print_line

@@ -183,6 +183,18 @@ def test_cli_exit_4_on_401_with_a_sentence_about_the_key(fake: FakeAnthropic,
     assert fake.requests[0].headers["authorization"] == "Bearer sk-ant-wrong"
 
 
+def test_cli_jsonl_error_also_reaches_stderr(fake: FakeAnthropic, workspace: Path) -> None:
+    """stdout carries events for scripts; the person still sees why it stopped."""
+    fake.add({"status": 401})
+    proc = run_cli(["hi", "--workspace", str(workspace), "--output", "jsonl"], fake,
+                   key="sk-ant-wrong")
+    no_traceback(proc)
+    assert proc.returncode == 4
+    assert "ANTHROPIC_API_KEY" in " ".join(proc.stderr.split())
+    types = [ev.parse_event(line).type for line in proc.stdout.splitlines()]
+    assert "error" in types and types[-1] == "session_end"
+
+
 def test_cli_without_a_key_says_how_to_set_it_and_how_to_try_offline(workspace: Path) -> None:
     proc = run_cli(["hi", "--workspace", str(workspace)], None, key=None)
     no_traceback(proc)

@@ -295,3 +295,18 @@ def test_renderer_keeps_long_arguments_brief_but_says_how_much_is_hidden() -> No
         ev.ToolStarted(id="t1", name="search_text"),
     ])
     assert re.search(r"\(\+\d+ chars\)", plain)
+
+
+def test_long_invalid_call_reason_is_clipped_with_a_count() -> None:
+    """A 1 MB unknown key must not flood the screen; the cut is counted, never silent."""
+    from agent_cli import events as ev
+    from agent_cli.ui.render import NOTE_CHARS, Renderer
+
+    buf = io.StringIO()
+    console = Console(file=buf, width=100, force_terminal=False)
+    reason = "Invalid arguments for multiply:\n- " + "k" * 1_000_000 + ": unknown field"
+    Renderer(console)(ev.ToolInvalid(id="t1", name="multiply", reason=reason))
+    out = buf.getvalue()
+    assert len(out) < NOTE_CHARS * 2
+    hidden = len("multiply: " + reason) - NOTE_CHARS
+    assert f"+{hidden} characters; the full text is in the log" in " ".join(out.split())

@@ -15,6 +15,15 @@ from agent_cli import events as ev
 from agent_cli.ui.safe_rich import safe
 
 RESULT_PREVIEW_LINES = 6
+NOTE_CHARS = 2000
+
+
+def clip(text: str, limit: int = NOTE_CHARS) -> str:
+    """Short notes (an invalid call's reason) stay short on screen; the cut is counted and the
+    full text is in the session log."""
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f" … (+{len(text) - limit} characters; the full text is in the log)"
 
 
 def brief_args(value: object, limit: int = 120) -> str:
@@ -48,7 +57,8 @@ class Renderer:
                 self._proposed[event.id] = event.input
             case ev.ToolInvalid():
                 self._reported.add(event.id)
-                c.print(Text("✗ ", style="red") + safe(f"{event.name}: {event.reason}", "red"))
+                c.print(Text("✗ ", style="red")
+                        + safe(clip(f"{event.name}: {event.reason}"), "red"))
             case ev.Approval() if event.decision == "denied" and event.by != "user":
                 self._reported.add(event.id)
                 c.print(Text("✗ ", style="red") + safe(f"{event.name}: {event.reason}", "red"))
@@ -88,3 +98,22 @@ class Renderer:
         if len(lines) > RESULT_PREVIEW_LINES:
             self.console.print(Text(f"    (+{len(lines) - RESULT_PREVIEW_LINES} more lines, "
                                     f"{event.duration:.2f} s)", style="dim"))
+
+
+class StatusOnly:
+    """For `run --output jsonl`: stdout carries the events; the person watching stderr still
+    sees errors, retries and why the turn stopped."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+
+    def __call__(self, event: ev.AnyEvent) -> None:
+        match event:
+            case ev.ErrorEvent():
+                self.console.print(safe(clip(event.message), "bold red"))
+            case ev.Notice() if event.kind in ("retry", "plugin_error", "mcp"):
+                self.console.print(safe(clip(event.message), "yellow"))
+            case ev.TurnEnd() if event.message and event.reason not in ("end_turn", "error"):
+                self.console.print(safe(clip(event.message), "yellow"))
+            case _:
+                pass
