@@ -161,6 +161,10 @@ def _anchor_paths(data: dict[str, Any], base: Path) -> dict[str, Any]:
         if key in data:
             value = data[key]
             data[key] = [anchor(v) for v in value] if isinstance(value, list) else anchor(value)
+    servers = data.get("mcp", {}).get("servers", {}) if isinstance(data.get("mcp"), dict) else {}
+    for server in servers.values() if isinstance(servers, dict) else ():
+        if isinstance(server, dict) and server.get("cwd"):
+            server["cwd"] = anchor(server["cwd"])
     return data
 
 

@@ -223,3 +223,11 @@ def test_relative_paths_in_a_config_file_are_anchored_to_that_file(
     s = load_settings(cfg)
     assert s.tools_dirs == [str((conf_dir / "plugins").resolve())]
     assert s.log_dir == str((conf_dir / "logs").resolve())
+
+
+def test_relative_mcp_cwd_is_anchored_to_the_config_file(tmp_path: Path) -> None:
+    cfg = tmp_path / "agent.toml"
+    cfg.write_text('[mcp.servers.time]\ncommand = "mcp-server-time"\ncwd = "srv"\n')
+    s = load_settings(cfg)
+    assert s.mcp["servers"]["time"].cwd == str((tmp_path / "srv").resolve())
+    assert s.mcp["servers"]["time"].command == "mcp-server-time"
