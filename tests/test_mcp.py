@@ -157,10 +157,10 @@ class Run:
 # --------------------------------------------------------------------------- listing
 
 
-def test_mcp_list_shows_servers_state_tools_effects_and_claims(tmp_path: Path, marker: str,
-                                                                 repo: Path) -> None:
-    cfg = tmp_path / "cfg.toml"
-    cfg.write_text(f"""
+def time_and_git_config(marker: str, repo: Path) -> str:
+    """A trusted mcp-server-time and an untrusted mcp-server-git on `repo`, tagged with `marker`
+    so the test can find (and end) exactly its own server processes."""
+    return f"""
 [mcp.servers.time]
 command = {json.dumps(PY)}
 args = {json.dumps(TIME_ARGS)}
@@ -171,7 +171,13 @@ env = {{ {marker} = "1" }}
 command = {json.dumps(PY)}
 args = ["-m", "mcp_server_git", "--repository", {json.dumps(str(repo))}]
 env = {{ {marker} = "1" }}
+"""
 
+
+def test_mcp_list_shows_servers_state_tools_effects_and_claims(tmp_path: Path, marker: str,
+                                                                 repo: Path) -> None:
+    cfg = tmp_path / "cfg.toml"
+    cfg.write_text(time_and_git_config(marker, repo) + """
 [mcp.servers.off]
 command = "unused"
 enabled = false
@@ -497,18 +503,7 @@ def test_mcp_accept_command_without_terminal_needs_yes(tmp_path: Path, workspace
 def test_agent_cli_run_with_mcp_servers_from_config(tmp_path: Path, workspace: Path,
                                                     marker: str, repo: Path) -> None:
     cfg = tmp_path / "cfg.toml"
-    cfg.write_text(f"""
-[mcp.servers.time]
-command = {json.dumps(PY)}
-args = {json.dumps(TIME_ARGS)}
-trusted = true
-env = {{ {marker} = "1" }}
-
-[mcp.servers.git]
-command = {json.dumps(PY)}
-args = ["-m", "mcp_server_git", "--repository", {json.dumps(str(repo))}]
-env = {{ {marker} = "1" }}
-""")
+    cfg.write_text(time_and_git_config(marker, repo))
     script = tmp_path / "script.json"
     script.write_text(json.dumps([
         calls(use("c1", "time__get_current_time", {"timezone": "UTC"}),
