@@ -30,6 +30,7 @@ from agent_cli.session_log import read_events, verify
 from agent_cli.tools.base import canonical_json, sha256_json
 from agent_cli.ui.panel import TerminalApprover
 from agent_cli.ui.render import Renderer
+from tests.conftest import REPO
 from tests.test_session_log import PLUGIN, text, tool_use
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -361,6 +362,34 @@ SEARCH_SCRIPT: list[dict[str, Any]] = [
 ]
 
 
+def _neutralise_paths(log: Path, replace: dict[str, str]) -> None:
+    """Committed fixtures must not carry this machine's paths: rewrite them and re-chain, the
+    way the writer would have written the records."""
+    from agent_cli.session_log import chain_hash, log_key, record_mac, serialize
+
+    def fix(value: Any) -> Any:
+        if isinstance(value, str):
+            for old, new in replace.items():
+                value = value.replace(old, new)
+            return value
+        if isinstance(value, list):
+            return [fix(v) for v in value]
+        if isinstance(value, dict):
+            return {k: fix(v) for k, v in value.items()}
+        return value
+
+    key = log_key()
+    prev, lines = "", []
+    for raw in log.read_text().splitlines():
+        rec = fix(json.loads(raw))
+        rec.pop("mac", None)
+        rec["hash"] = prev = chain_hash(prev, rec)  # keeps the field where the writer put it
+        if key is not None:
+            rec["mac"] = record_mac(key, rec["hash"])
+        lines.append(serialize(rec))
+    log.write_bytes(b"\n".join(lines) + b"\n")
+
+
 def _record_fixtures(out: Path) -> None:
     """Re-record tests/data (run as `python -m tests.test_replay`)."""
     import tempfile
@@ -374,6 +403,7 @@ def _record_fixtures(out: Path) -> None:
             log = out / f"{name}.jsonl"
             log.unlink(missing_ok=True)
             record(ws, log, replies, prompts, answers)
+            _neutralise_paths(log, {str(REPO) + "/": "", str(Path(tmp)): "/tmp/fixtures"})
             if name == "session_killed":  # what SIGKILL during the write leaves behind
                 lines = log.read_bytes().split(b"\n")
                 cut = next(i for i, line in enumerate(lines) if b'"tool_started"' in line

@@ -489,7 +489,7 @@ _ANTHROPIC_ERROR_MESSAGES = {
     "timeout_error": "Request timed out",
 }
 
-# API versions from this date on reject sampling parameters (see /work/shared/facts.md).
+# API versions from this date on reject sampling parameters (the shared notes on SDK quirks).
 _NO_SAMPLING_PARAMS_SINCE = "2026-10-21"
 
 
