@@ -43,6 +43,11 @@ def make_provider(settings: Settings) -> Provider:
 
         return ScriptedProvider.from_file(Path(settings.script), model=settings.model)
     if settings.provider == "openai":
+        if settings.model == Settings.model_fields["model"].default:
+            raise UsageError(
+                "--provider openai needs a model the server knows: add --model NAME (for "
+                "example --model gpt-4o, or a local model such as qwen2.5-coder for Ollama)."
+            )
         from agent_cli.providers.openai_compat import OpenAIProvider
 
         return OpenAIProvider(settings.model, api_key=settings.api_key,
@@ -154,3 +159,6 @@ class Session:
             self.mcp.sync()
         self.emit(ev.SessionEnd(reason=reason))
         self.log.close()
+        closer = getattr(self.provider, "close", None)
+        if callable(closer):
+            closer()

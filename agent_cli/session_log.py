@@ -128,6 +128,10 @@ class SessionLog:
         # One writer at a time: a background thread (an MCP server's notice) must not interleave
         # seq numbers and hashes with the loop's events.
         with self._lock:
+            if self._f.closed:
+                # A late notice (an MCP server stopping after the session ended) is not part of
+                # the session; the file is sealed by session_end.
+                return record
             self.seq += 1
             record["seq"] = self.seq
             if self.redactor is not None:

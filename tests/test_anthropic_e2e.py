@@ -336,3 +336,18 @@ def test_persistent_overload_gives_up_with_a_sentence(fake: FakeAnthropic, works
     assert len(fake.requests) == 5, "first try + 4 retries"
     (error,) = run.of(ev.ErrorEvent)
     assert "overloaded" in error.message.lower() and "Try again" in error.message
+
+
+def test_undecodable_bytes_kept_by_a_tool_never_make_the_request_invalid_utf8(
+        fake: FakeAnthropic) -> None:
+    """A lone surrogate (surrogateescape from a tool) is sent as "?", not as invalid UTF-8."""
+    from agent_cli.providers.base import ModelRequest
+
+    fake.add(text_reply("ok"))
+    provider = AnthropicProvider("claude-test", api_key="test-key", base_url=fake.base_url)
+    history = [{"role": "user", "content": [{"type": "text", "text": "bytes: \udc80!"}]}]
+    reply = provider.complete(ModelRequest(messages=history, tools=[], max_tokens=100),
+                              lambda _t: None, lambda _m: None)
+    assert reply.text() == "ok"
+    sent = fake.requests[0].raw_body.decode("utf-8")  # strict: raises on invalid UTF-8
+    assert json.loads(sent)["messages"][0]["content"][0]["text"] == "bytes: ?!"

@@ -231,3 +231,11 @@ def test_relative_mcp_cwd_is_anchored_to_the_config_file(tmp_path: Path) -> None
     s = load_settings(cfg)
     assert s.mcp["servers"]["time"].cwd == str((tmp_path / "srv").resolve())
     assert s.mcp["servers"]["time"].command == "mcp-server-time"
+
+
+def test_openai_provider_without_a_model_says_to_name_one() -> None:
+    from agent_cli.errors import UsageError
+    from agent_cli.session import make_provider
+
+    with pytest.raises(UsageError, match="--model NAME"):
+        make_provider(Settings(provider="openai"))

@@ -290,3 +290,18 @@ def test_writes_from_several_threads_keep_one_chain(tmp_path: Path) -> None:
     result = verify(path)
     assert result.ok, result.fault
     assert result.count == 1 + 4 * 300 + 1
+
+
+def test_a_write_after_close_is_dropped_not_a_crash(tmp_path: Path) -> None:
+    """A late notice (an MCP server stopping after session_end) must not raise on the sealed
+    file, and the file stays exactly as closed."""
+    from agent_cli import events as ev
+    from agent_cli.session_log import SessionLog
+
+    path = tmp_path / "s.jsonl"
+    log = SessionLog(path)
+    log.write(ev.SessionEnd())
+    log.close()
+    before = path.read_bytes()
+    log.write(ev.Notice(message="server stopped"))
+    assert path.read_bytes() == before
