@@ -229,6 +229,9 @@ def chat(
                 raise EOFError
             return line.rstrip("\n")
     session.start()
+    warm_up = getattr(session.provider, "warm_up", None)
+    if callable(warm_up) and _interactive():
+        warm_up()
     for note in notes:
         from agent_cli.events import Notice
 
@@ -245,11 +248,11 @@ def _resumed_history(common: Common, resume: Path | None, continue_: bool
         return None, None, []
     if resume is not None and continue_:
         raise fail("Use --resume LOG or --continue, not both.", EXIT_USAGE)
-    from agent_cli import replay
+    from agent_cli import resume as rs
 
-    path = resume if resume is not None else replay.latest_log_for(
+    path = resume if resume is not None else rs.latest_log_for(
         common.settings(), common.workspace_dir())
-    history, notes = replay.resume_notes(path)
+    history, notes = rs.resume_notes(path)
     return history, str(path.resolve()), notes
 
 

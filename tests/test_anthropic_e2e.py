@@ -351,3 +351,25 @@ def test_undecodable_bytes_kept_by_a_tool_never_make_the_request_invalid_utf8(
     assert reply.text() == "ok"
     sent = fake.requests[0].raw_body.decode("utf-8")  # strict: raises on invalid UTF-8
     assert json.loads(sent)["messages"][0]["content"][0]["text"] == "bytes: ?!"
+
+
+def test_warm_up_builds_the_client_in_the_background_and_requests_reuse_it(
+        fake: FakeAnthropic) -> None:
+    """chat warms the SDK up while the person types; the first request then uses that client."""
+    import time
+
+    from agent_cli.providers.base import ModelRequest
+
+    provider = AnthropicProvider("claude-test", api_key="test-key", base_url=fake.base_url)
+    provider.warm_up(delay_s=0)
+    deadline = time.monotonic() + 30
+    while provider._client is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    warmed = provider._client
+    assert warmed is not None
+    fake.add(text_reply("ok"))
+    reply = provider.complete(ModelRequest(messages=[{"role": "user", "content": "hi"}],
+                                           tools=[], max_tokens=10),
+                              lambda _t: None, lambda _m: None)
+    assert reply.text() == "ok"
+    assert provider._client is warmed

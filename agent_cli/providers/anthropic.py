@@ -7,10 +7,12 @@ reused, so connections are kept alive across requests. Retries are ours, not the
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gc
 import json
 import os
+import threading
 import time
 from typing import Any
 
@@ -78,8 +80,26 @@ class AnthropicProvider:
         self.retry_cap_s = retry_cap_s
         self.timeout_s = timeout_s
         self._client: Any = None
+        self._client_lock = threading.Lock()
+
+    def warm_up(self, delay_s: float = 0.3) -> None:
+        """Import the SDK and build the client in the background while the person types, so
+        the first message does not wait for the import (about a second here). The delay lets
+        the prompt draw first."""
+        timer = threading.Timer(delay_s, self._warm)
+        timer.daemon = True
+        timer.start()
+
+    def _warm(self) -> None:
+        # Any problem here is reported, in a sentence, by the first real request.
+        with contextlib.suppress(Exception):
+            self.client()
 
     def client(self) -> Any:
+        with self._client_lock:
+            return self._make_client()
+
+    def _make_client(self) -> Any:
         if self._client is None:
             import anthropic
 
