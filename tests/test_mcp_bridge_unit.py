@@ -13,17 +13,10 @@ import pytest
 from agent_cli import events as ev
 from agent_cli.config import MCPServer, Settings, load_settings
 from agent_cli.tools.base import NAME_RE, EmptyArgs, Tool
-from agent_cli.tools.mcp_bridge import (
-    MISSING_EXTRA,
-    MCPHub,
-    describe_claims,
-    effect_of,
-    exception_text,
-    format_result,
-    make_validator,
-    registry_name,
-)
+from agent_cli.tools.mcp_bridge import MISSING_EXTRA, MCPHub
 from agent_cli.tools.mcp_pins import PinStore, definition_hash, describe_changes
+from agent_cli.tools.mcp_results import exception_text, format_result
+from agent_cli.tools.mcp_tools import describe_claims, effect_of, make_validator, registry_name
 from agent_cli.tools.registry import CallRejected, Registry
 
 # --------------------------------------------------------------------------- names and effects

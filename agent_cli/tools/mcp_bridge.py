@@ -12,8 +12,10 @@ to stop, so cancel scopes nest the way anyio wants. The rest of agent-cli stays 
   polling the loop's cancel flag so Ctrl-C reaches the server as a cancellation.
 
 Trust: annotations are hints from the server, shown as claims. Every MCP tool is `write` unless
-its server is configured `trusted` and the tool says readOnlyHint true. Tool definitions are
-pinned on first use (see mcp_pins.py); a changed one is kept out until the user accepts it.
+its server is configured `trusted` and the tool says readOnlyHint true (see mcp_tools.py, which
+turns a listed tool into a Tool; mcp_results.py turns what a call returns into its output). Tool
+definitions are pinned on first use (see mcp_pins.py); a changed one is kept out until the user
+accepts it.
 
 `mcp` and `jsonschema` are an optional extra: nothing here imports them at module level.
 """
@@ -25,7 +27,6 @@ import concurrent.futures
 import contextlib
 import importlib.util
 import logging
-import re
 import threading
 import time
 from collections.abc import AsyncIterator, Callable
@@ -33,8 +34,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agent_cli.tools.base import EmptyArgs, Tool, ToolContext, ToolOutput, canonical_json
+from agent_cli.tools.base import Tool, ToolContext, ToolOutput, canonical_json
 from agent_cli.tools.mcp_pins import PinStore
+from agent_cli.tools.mcp_results import call_error, exception_text, flatten_exception, format_result
+from agent_cli.tools.mcp_tools import NAME_OK, ToolEntry, describe_claims, tool_entries
 
 if TYPE_CHECKING:
     from agent_cli import events as ev
@@ -42,21 +45,16 @@ if TYPE_CHECKING:
     from agent_cli.session import Session
     from agent_cli.tools.registry import Registry
 
-NAME_OK = re.compile(r"[^a-zA-Z0-9_-]")
 MISSING_EXTRA = (
     "MCP servers are configured ({names}) but the optional MCP support is not installed; "
     "install it with: pip install 'agent-cli[mcp]' (or set enabled = false for those servers)."
 )
 STOP_GRACE_S = 8.0
+"""Longest wait for all servers to stop on close (the SDK's own shutdown is bounded at ~6 s)."""
 BOOT_HEAD_START_S = 0.3
+"""How long the servers' start waits for the REPL prompt to come up, unless needed sooner."""
 BOOT_ALLOWANCE_S = 15.0
 """Longest wait for the event loop and the SDK import before a server's own timeout starts."""
-"""How long the servers' start waits for the REPL prompt to come up, unless needed sooner."""
-"""Longest wait for all servers to stop on close (the SDK's own shutdown is bounded at ~6 s)."""
-
-# The spec's defaults for missing annotations: not read-only, destructive, not idempotent, open.
-HINT_DEFAULTS = {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False,
-                 "openWorldHint": True}
 
 
 def mcp_available() -> bool:
@@ -74,154 +72,9 @@ def configured_servers(settings: Settings) -> dict[str, MCPServer]:
     return dict(settings.mcp.get("servers", {}))
 
 
-def registry_name(server: str, tool: str) -> str:
-    """`SERVER__tool`, sanitised to the API's rule ^[a-zA-Z0-9_-]{1,64}$."""
-    return NAME_OK.sub("_", f"{server}__{tool}")[:64]
-
-
-def effect_of(trusted: bool, annotations: dict[str, Any]) -> str:
-    """`read` only when the user trusts the server AND the tool claims readOnlyHint true."""
-    return "read" if trusted and annotations.get("readOnlyHint") is True else "write"
-
-
-def describe_claims(annotations: dict[str, Any]) -> str:
-    """The annotations as the server's claims, with spec defaults marked, for panels and lists."""
-    parts: list[str] = []
-
-    def hint(key: str) -> tuple[bool, bool]:
-        value = annotations.get(key)
-        return (value if isinstance(value, bool) else HINT_DEFAULTS[key]), isinstance(value, bool)
-
-    ro, ro_set = hint("readOnlyHint")
-    parts.append(("read-only" if ro else "may change things") + ("" if ro_set else " (default)"))
-    if not ro:
-        de, de_set = hint("destructiveHint")
-        parts.append(("destructive" if de else "not destructive") + ("" if de_set else
-                                                                     " (default)"))
-        idem, idem_set = hint("idempotentHint")
-        parts.append(("idempotent" if idem else "not idempotent") + ("" if idem_set else
-                                                                     " (default)"))
-    ow, ow_set = hint("openWorldHint")
-    parts.append(("open world" if ow else "closed world") + ("" if ow_set else " (default)"))
-    return ", ".join(parts) + " (unverified)"
-
-
-def flatten_exception(exc: BaseException) -> BaseException:
-    """The first real cause inside nested exception groups (connect failures come wrapped)."""
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    return exc
-
-
-def exception_text(exc: BaseException) -> str:
-    exc = flatten_exception(exc)
-    if isinstance(exc, FileNotFoundError):
-        return f"command not found ({exc.filename or exc})"
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-def format_result(result: Any) -> tuple[str, bool]:
-    """A CallToolResult as the text sent to the model, and whether it is an error.
-
-    Text blocks are kept; other blocks are described; structured content is added as JSON unless
-    a text block already carries exactly the same value (servers SHOULD mirror it as text)."""
-    import json
-
-    parts: list[str] = []
-    mirrored = False
-    structured = getattr(result, "structured_content", None)
-    for block in getattr(result, "content", []) or []:
-        kind = getattr(block, "type", "")
-        if kind == "text":
-            text = str(getattr(block, "text", ""))
-            parts.append(text)
-            if structured is not None and not mirrored:
-                mirrored = _mirrors(text, structured)
-        elif kind in ("image", "audio"):
-            size = len(str(getattr(block, "data", ""))) * 3 // 4
-            parts.append(f"[{kind} content: {getattr(block, 'mime_type', '?')}, about {size} "
-                         "bytes, not shown]")
-        elif kind == "resource_link":
-            parts.append(f"[resource link: {getattr(block, 'uri', '')} "
-                         f"{getattr(block, 'name', '')}]".rstrip())
-        elif kind == "resource":
-            res = getattr(block, "resource", None)
-            uri = getattr(res, "uri", "")
-            body = getattr(res, "text", None)
-            if isinstance(body, str):
-                parts.append(f"[resource {uri}]\n{body}")
-            else:
-                parts.append(f"[binary resource {uri}: {getattr(res, 'mime_type', '?')}, "
-                             "not shown]")
-        else:
-            parts.append(f"[{kind or 'unknown'} content, not shown]")
-    if structured is not None and not mirrored:
-        dumped = json.dumps(structured, ensure_ascii=False, indent=2)
-        parts.append(dumped if not parts else "structured content:\n" + dumped)
-    is_error = bool(getattr(result, "is_error", False))
-    text = "\n".join(parts)
-    if not text:
-        text = "(the tool returned an error with no content)" if is_error else "(no content)"
-    return text, is_error
-
-
 def _import_sdk() -> None:
     import jsonschema  # noqa: F401
     import mcp  # noqa: F401
-
-
-def _mirrors(text: str, structured: Any) -> bool:
-    """Does this text block already carry the structured value? Either as its JSON, or as the
-    SDK's wrapping of a plain return value ({"result": value})."""
-    import json
-
-    candidates = [structured]
-    if isinstance(structured, dict) and list(structured) == ["result"]:
-        candidates.append(structured["result"])
-    if text in candidates:
-        return True
-    try:
-        parsed = json.loads(text)
-    except ValueError:
-        return False
-    return parsed in candidates
-
-
-def make_validator(schema: dict[str, Any]) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    """A `validate_raw` for the Tool contract: jsonschema, every reason listed, input unchanged."""
-    from jsonschema import validators
-
-    cls = validators.validator_for(schema)
-    cls.check_schema(schema)
-    checker = cls(schema)
-
-    def validate(raw: dict[str, Any]) -> dict[str, Any]:
-        errors = sorted(checker.iter_errors(raw), key=lambda e: [str(p) for p in e.path])
-        if errors:
-            lines = []
-            for err in errors:
-                where = ".".join(str(p) for p in err.absolute_path) or "(input)"
-                lines.append(f"- {where}: {err.message}")
-            raise ValueError("\n".join(lines))
-        return raw
-
-    return validate
-
-
-@dataclass
-class ToolEntry:
-    """One tool a server lists, as the hub sees it."""
-
-    remote: str
-    name: str
-    definition: dict[str, Any]
-    annotations: dict[str, Any]
-    effect: str
-    status: str = "offered"
-    """offered | held (changed since pinned) | refused (bad schema or name clash)"""
-    why: list[str] = field(default_factory=list)
-    tool: Tool | None = None
 
 
 @dataclass
@@ -566,9 +419,6 @@ class MCPHub:
 
     async def _call_async(self, st: ServerState, remote: str, args: dict[str, Any]) -> ToolOutput:
         import anyio
-        from mcp import MCPError
-        from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
-        from pydantic import ValidationError
 
         timeout = st.config.timeout_s
         client = st.client
@@ -577,30 +427,14 @@ class MCPHub:
         try:
             with anyio.fail_after(timeout + 1.0):
                 result = await client.call_tool(remote, args, read_timeout_seconds=timeout)
-        except TimeoutError:
-            return ToolOutput(f"MCP server {st.name} did not answer within {timeout:g} s; the "
-                              "call was cancelled, outcome unknown.", True)
-        except MCPError as e:
-            if e.code == CONNECTION_CLOSED:
-                self._lost(st, "the connection closed during a call")
-                return ToolOutput(f"MCP server {st.name} closed the connection during the call "
-                                  "(it may have crashed); outcome unknown. Its tools were "
-                                  "removed.", True)
-            if e.code == REQUEST_TIMEOUT:
-                return ToolOutput(f"MCP server {st.name} did not answer within {timeout:g} s; "
-                                  "outcome unknown.", True)
-            return ToolOutput(f"MCP server {st.name} returned an error ({e.code}): {e.message}",
-                              True)
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-            self._lost(st, "the connection is closed")
-            return ToolOutput(f"MCP server {st.name} is no longer connected; the call was not "
-                              "sent. Its tools were removed.", True)
-        except ValidationError as e:
-            return ToolOutput(f"MCP server {st.name} sent a malformed result: "
-                              f"{e.error_count()} validation error(s).", True)
-        except RuntimeError as e:  # structured content against the declared output schema
-            return ToolOutput(f"MCP server {st.name} sent a result that breaks its own output "
-                              f"schema: {e}", True)
+        except Exception as e:
+            mapped = call_error(st.name, timeout, e)
+            if mapped is None:
+                raise
+            output, lost = mapped
+            if lost is not None:
+                self._lost(st, lost)
+            return output
         text, is_error = format_result(result)
         return ToolOutput(text, is_error)
 
@@ -728,45 +562,7 @@ class MCPHub:
         return tools
 
     def _entries(self, st: ServerState, listed: list[Any]) -> dict[str, ToolEntry]:
-        entries: dict[str, ToolEntry] = {}
-        for t in listed:
-            definition = t.model_dump(by_alias=True, exclude_none=True, mode="json")
-            pinned = {k: definition.get(k) for k in ("name", "description", "inputSchema",
-                                                     "annotations")}
-            annotations = dict(definition.get("annotations") or {})
-            name = registry_name(st.name, t.name)
-            entry = ToolEntry(t.name, name, pinned, annotations,
-                              effect_of(st.config.trusted, annotations))
-            if name in entries:
-                entry.status = "refused"
-                entry.why = [f"its name becomes {name}, like {entries[name].remote}"]
-                entries[f"{name}#{t.name}"] = entry
-                continue
-            try:
-                entry.tool = self._make_tool(st, entry, t)
-            except Exception as e:  # a schema jsonschema cannot use: refuse that one tool
-                entry.status, entry.why = "refused", [f"unusable input schema: {e}"]
-            entries[name] = entry
-        return entries
-
-    def _make_tool(self, st: ServerState, entry: ToolEntry, t: Any) -> Tool:
-        schema = dict(t.input_schema)
-        validator = make_validator(schema)
-        server, remote = st.name, entry.remote
-        trust = "trusted" if st.config.trusted else "untrusted"
-
-        def run(args: Any, ctx: ToolContext) -> ToolOutput:
-            return self.call(server, remote, dict(args), ctx)
-
-        description = t.description or getattr(t, "title", None) or f"{remote} (MCP tool)"
-        return Tool(
-            name=entry.name, description=description, args=EmptyArgs, run=run,
-            effect="read" if entry.effect == "read" else "write",
-            timeout_s=st.config.timeout_s + 2.0, source=f"mcp:{server}", input_schema=schema,
-            validate_raw=validator,
-            extra_panel={"server": f"{server} ({trust}; calls the MCP tool {remote})",
-                         "server says": describe_claims(entry.annotations)},
-        )
+        return tool_entries(st.name, st.config, listed, self.call)
 
     def _ready(self, st: ServerState, client: Any, listed: list[Any]) -> None:
         entries = self._entries(st, listed)
