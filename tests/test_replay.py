@@ -21,6 +21,7 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from agent_cli import replay as rp
+from agent_cli import rerun as rr
 from agent_cli.approval import ApprovalRequest, Approved, DenyRule, ScriptedApprover
 from agent_cli.cli import app
 from agent_cli.config import Settings
@@ -217,7 +218,7 @@ def test_recorded_session_reruns_without_drift(tmp_path: Path) -> None:
     inner = ScriptedApprover(["n keep my notes"])  # only the call never approved is asked
     settings = Settings(provider="scripted")
     registry = recorded_tools(DATA / "session_edit.jsonl")
-    report = rp.rerun(DATA / "session_edit.jsonl", settings=settings, workspace=ws,
+    report = rr.rerun(DATA / "session_edit.jsonl", settings=settings, workspace=ws,
                       registry=registry, approver=inner, console=console,
                       reuse_approvals=True, log_path=tmp_path / "rerun.jsonl")
     assert report.drift == [], report.drift
@@ -235,7 +236,7 @@ def test_second_recording_reruns_without_drift(tmp_path: Path) -> None:
     log = DATA / "session_search.jsonl"
     ws = make_workspace(tmp_path / "rerun")
     inner = ScriptedApprover([])  # nothing may be asked: the only write was approved
-    report = rp.rerun(log, settings=Settings(provider="scripted"), workspace=ws,
+    report = rr.rerun(log, settings=Settings(provider="scripted"), workspace=ws,
                       registry=recorded_tools(log), approver=inner,
                       console=Console(file=io.StringIO(), width=100), reuse_approvals=True,
                       log_path=tmp_path / "rerun.jsonl")
@@ -246,7 +247,7 @@ def test_second_recording_reruns_without_drift(tmp_path: Path) -> None:
     ws2 = make_workspace(tmp_path / "changed")
     (ws2 / "src" / "app.py").write_text("print('bye')\n")
     (ws2 / "missing.txt").write_text("here now\n")
-    changed = rp.rerun(log, settings=Settings(provider="scripted"), workspace=ws2,
+    changed = rr.rerun(log, settings=Settings(provider="scripted"), workspace=ws2,
                        registry=recorded_tools(log), approver=ScriptedApprover([]),
                        console=Console(file=io.StringIO(), width=100), reuse_approvals=True,
                        log_path=tmp_path / "rerun2.jsonl")
@@ -333,7 +334,7 @@ def test_reuse_approvals_approves_only_byte_identical_calls() -> None:
     args = {"path": "a.txt", "content": "x"}
     recorded = [("toolu_1", "write_file", sha256_json(args), canonical_json(args))]
     inner = Recorder()
-    reuse = rp.ReuseApprovals(inner, recorded)
+    reuse = rr.ReuseApprovals(inner, recorded)
     others = [
         _request("toolu_1", "write_file", {"path": "a.txt", "content": "x "}),
         _request("toolu_1", "write_file", {"path": "a.txt", "content": "x", "mode": 1}),

@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from agent_cli import events as ev
-from agent_cli import replay as rp
+from agent_cli import resume as rs
 from agent_cli.cli import app
 from agent_cli.config import Settings
 from agent_cli.errors import LogError
@@ -61,7 +61,7 @@ def test_rebuilt_history_equals_the_live_history(workspace: Path, tmp_path: Path
     s.send("second")
     s.send("third: the script is exhausted")  # a provider error ends this turn
     s.close()
-    assert rp.history_from_log(log) == s.history
+    assert rs.history_from_log(log) == s.history
     assert "zeroth" not in json.dumps(s.history)
 
 
@@ -73,7 +73,7 @@ def test_a_missing_earlier_log_is_a_warning_not_a_failure(workspace: Path,
     s.start()
     s.send("hello")
     s.close()
-    rebuilt = rp.rebuild(log)
+    rebuilt = rs.rebuild(log)
     assert [m["role"] for m in rebuilt.history] == ["user", "assistant"]
     assert any("moved-away.jsonl" in w and "missing" in w for w in rebuilt.warnings)
 
@@ -90,7 +90,7 @@ def test_a_call_without_result_is_answered_interrupted_never_rerun(
     cut = next(i for i, line in enumerate(lines)
                if b'"tool_started"' in line and b"toolu_b" in line)
     log.write_bytes(b"\n".join(lines[:cut + 1]) + b"\n" + lines[cut + 1][:25])
-    rebuilt = rp.rebuild(log)
+    rebuilt = rs.rebuild(log)
     assert rebuilt.interrupted == ["toolu_b"]
     last = rebuilt.history[-1]
     assert last["role"] == "user"
@@ -108,7 +108,7 @@ def test_recorded_killed_session_verifies_with_a_warning_and_resumes() -> None:
     assert check.ok and any("torn" in w for w in check.warnings)
     events = [e for _, e in read_events(log) if not isinstance(e, BadLine)]
     assert [e.type for e in events][-3:] == ["tool_proposed", "approval", "tool_started"]
-    rebuilt = rp.rebuild(log)
+    rebuilt = rs.rebuild(log)
     assert rebuilt.interrupted == ["toolu_02"]
     assert rebuilt.history[-1]["content"][-1]["content"] == "interrupted; outcome unknown"
     result = runner.invoke(app, ["replay", str(log)], env={"COLUMNS": "100"})
@@ -131,7 +131,7 @@ def test_resume_writes_a_new_log_that_names_the_old_one(workspace: Path, tmp_pat
                                input="and now?\n", env={"ANTHROPIC_API_KEY": "sk-test"})
         assert result.exit_code == 0, result.output
         sent = fake.requests[0].body["messages"]
-    assert sent[:-1] == rp.history_from_log(old)
+    assert sent[:-1] == rs.history_from_log(old)
     assert sent[-1] == {"role": "user", "content": [{"type": "text", "text": "and now?"}]}
     assert "carrying on" in result.output
     [new] = (Path(os.environ["AGENT_CLI_HOME"]) / "sessions").glob("*.jsonl")
@@ -141,7 +141,7 @@ def test_resume_writes_a_new_log_that_names_the_old_one(workspace: Path, tmp_pat
     assert any(isinstance(e, ev.Notice) and e.kind == "resume" for e in events)
     # resuming the new log follows `continues` back: the whole conversation
     reply = {"role": "assistant", "content": [{"type": "text", "text": "carrying on"}]}
-    assert rp.history_from_log(new) == [*sent, reply]
+    assert rs.history_from_log(new) == [*sent, reply]
     assert verify(new).ok
 
 
@@ -153,7 +153,7 @@ def test_continue_picks_the_latest_session_of_this_workspace(tmp_path: Path,
     here.mkdir()
     there.mkdir()
     with pytest.raises(LogError, match="No saved session"):
-        rp.latest_log_for(settings, here)
+        rs.latest_log_for(settings, here)
     for name, ws in (("1-old.jsonl", here), ("2-new.jsonl", here), ("3-other.jsonl", there)):
         s = make_session(ws, [text(name)], sessions / name)
         s.start()
@@ -161,8 +161,8 @@ def test_continue_picks_the_latest_session_of_this_workspace(tmp_path: Path,
         s.close()
         time.sleep(0.01)  # distinct modification times (ordering, not a timed assertion)
     os.utime(sessions / "1-old.jsonl", (1, 1))
-    assert rp.latest_log_for(settings, here).name == "2-new.jsonl"
-    assert rp.latest_log_for(settings, there).name == "3-other.jsonl"
+    assert rs.latest_log_for(settings, here).name == "2-new.jsonl"
+    assert rs.latest_log_for(settings, there).name == "3-other.jsonl"
     script = tmp_path / "s.json"
     script.write_text(json.dumps([text("ok")]))
     result = runner.invoke(app, ["chat", "--continue", "--script", str(script), "--workspace",
@@ -262,7 +262,7 @@ def test_sigkill_during_an_approved_call_then_resume(workspace: Path, tmp_path: 
     [new] = (Path(os.environ["AGENT_CLI_HOME"]) / "sessions").glob("*.jsonl")
     start = next(e for _, e in read_events(new))
     assert isinstance(start, ev.SessionStart) and start.continues == str(log.resolve())
-    history = rp.history_from_log(new)
+    history = rs.history_from_log(new)
     results = [b for m in history if m["role"] == "user" for b in m["content"]
                if b.get("type") == "tool_result"]
     assert results == [{"type": "tool_result", "tool_use_id": "toolu_slow",

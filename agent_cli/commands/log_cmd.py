@@ -64,7 +64,8 @@ def register(app: typer.Typer) -> None:
         from rich.console import Console
         from rich.table import Table
 
-        from agent_cli.replay import list_sessions, sessions_dir
+        from agent_cli.replay import list_sessions
+        from agent_cli.resume import sessions_dir
         from agent_cli.safe_text import one_line
         from agent_cli.ui.safe_rich import safe
 

@@ -80,7 +80,7 @@ def register(app: typer.Typer) -> None:
     def _rerun(common: Common, log: Path, reuse: bool) -> int:
         from rich.console import Console
 
-        from agent_cli import replay as rp
+        from agent_cli import rerun as rr
         from agent_cli.approval import Approver, NonInteractiveApprover
         from agent_cli.session import load_registry
 
@@ -94,8 +94,8 @@ def register(app: typer.Typer) -> None:
             approver = NonInteractiveApprover()
         settings = common.settings()
         registry, load = load_registry(settings, common.tools_dir)
-        report = rp.rerun(log, settings=settings, workspace=common.workspace_dir(),
+        report = rr.rerun(log, settings=settings, workspace=common.workspace_dir(),
                           registry=registry, approver=approver, console=console,
                           reuse_approvals=reuse, log_path=common.log, load_errors=load.errors)
-        rp.print_rerun_report(report, console)
+        rr.print_rerun_report(report, console)
         return EXIT_DRIFT if report.drift else EXIT_OK
