@@ -182,7 +182,7 @@ def test_subprocess_shows_the_sentence_without_a_traceback(backend: Backend, wor
     env = {**os.environ, backend.key_env: "sk-wrong", "COLUMNS": "400"}
     proc = subprocess.run(
         [sys.executable, "-m", "agent_cli", "run", "hi", "--provider", backend.name,
-         "--base-url", backend.url, "--workspace", str(workspace),
+         "--model", "test-model", "--base-url", backend.url, "--workspace", str(workspace),
          "--log", str(tmp_path / "l.jsonl")],
         capture_output=True, text=True, env=env, cwd=REPO, timeout=60,
     )
