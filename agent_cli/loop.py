@@ -433,13 +433,22 @@ def _too_deep(value: Any, limit: int) -> bool:
 def _fix_ids(content: list[dict[str, Any]]) -> None:
     """Give a tool_use with a missing or repeated id a unique one, so that its result can be paired
     with it in the history (the API never sends such ids; a hand-written script may)."""
+    # A made-up id must not collide with an id the model wrote, earlier or later in the reply.
+    taken = {b.get("id") for b in content
+             if b.get("type") == "tool_use" and isinstance(b.get("id"), str)}
     seen: set[str] = set()
     for i, block in enumerate(content):
         if block.get("type") != "tool_use":
             continue
         value = block.get("id")
         if not isinstance(value, str) or not value or value in seen:
-            block["id"] = f"toolu_fixed_{i}_{value if isinstance(value, str) else ''}"
+            base = f"toolu_fixed_{i}_{value if isinstance(value, str) else ''}"
+            fresh, n = base, 0
+            while fresh in taken:
+                n += 1
+                fresh = f"{base}_{n}"
+            block["id"] = fresh
+            taken.add(fresh)
         seen.add(block["id"])
 
 
