@@ -97,6 +97,7 @@ class Loop:
         self.limits = limits or Limits()
         self.system = system
         self.usage: dict[str, int] = {}
+        self._proposed: set[str] = set()
         self.prepare: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None
         """Shapes what is sent (e.g. a context budget) without touching the history or log."""
 
@@ -140,6 +141,7 @@ class Loop:
                 self.emit(ev.ErrorEvent(message=msg, kind="malformed_reply"))
                 return self._end("error", turn.text, turn.usage, msg)
             _fix_ids(reply.content)
+            self._proposed.clear()  # ids are unique within a reply, not across replies
             _add_usage(turn.usage, reply.usage)
             _add_usage(self.usage, reply.usage)
             self.emit(ev.ModelReply(content=reply.content, stop_reason=reply.stop_reason,
@@ -245,7 +247,7 @@ class Loop:
         call_id = _use_id(use, index)
         name = use.get("name")
         raw_input = use.get("input")
-        self.emit(ev.ToolProposed(id=call_id, name=str(name), input=raw_input))
+        self._propose(call_id, name, raw_input)
         try:
             call = self.registry.validate(call_id, name, raw_input)
         except CallRejected as e:
@@ -382,8 +384,15 @@ class Loop:
         self.emit(ev.ToolResultEvent(id=call_id, name=name, is_error=is_error, content=content,
                                      duration=round(duration, 6), truncated=truncated))
 
+    def _propose(self, call_id: str, name: Any, raw_input: Any) -> None:
+        """Every call the model made is logged as a proposal once, run or not."""
+        if call_id not in self._proposed:
+            self._proposed.add(call_id)
+            self.emit(ev.ToolProposed(id=call_id, name=str(name), input=raw_input))
+
     def _not_run(self, use: dict[str, Any], index: int, why: str) -> dict[str, Any]:
         call_id = _use_id(use, index)
+        self._propose(call_id, use.get("name"), use.get("input"))
         return self._result(call_id, str(use.get("name")), why, True, 0.0)
 
 

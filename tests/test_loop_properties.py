@@ -497,17 +497,18 @@ def check_reply(sc: Scenario, run: Run, tally: Tally, reply: ev.ModelReply,
     if planned.stop_reason == "max_tokens":
         for call_id in ids:
             only = by_id[call_id]
-            assert [e.type for e in only] == ["tool_result"]
-            assert only[0].is_error and only[0].content.startswith("not run")  # type: ignore
+            assert [e.type for e in only] == ["tool_proposed", "tool_result"]
+            assert only[1].is_error and only[1].content.startswith("not run")  # type: ignore
         assert is_last and end.reason == "max_tokens"
         return
     skipped = False
     for call, call_id in zip(planned.calls, ids, strict=True):
         seq = by_id[call_id]
-        if [e.type for e in seq] == ["tool_result"]:
-            # Not taken up: allowed only after the repeated-failure limit tripped in this reply.
+        if [e.type for e in seq] == ["tool_proposed", "tool_result"]:
+            # Not taken up (logged as proposed, answered "not run"): allowed only after the
+            # repeated-failure limit tripped in this reply.
             skipped = True
-            assert seq[0].is_error and seq[0].content.startswith("not run")  # type: ignore
+            assert seq[1].is_error and seq[1].content.startswith("not run")  # type: ignore
             continue
         assert not skipped, "a call ran after an earlier call of the same reply was skipped"
         failed = check_call(sc, run, tally, call, call_id, seq)
