@@ -296,3 +296,16 @@ def test_registry_add_refuses_a_duplicate_directly() -> None:
 def test_tool_context_defaults(tmp_path: Path) -> None:
     ctx = ToolContext(workspace=tmp_path, timeout_s=1.0, output_cap=100)
     assert not ctx.cancel.is_set()
+
+
+def test_an_unpaired_surrogate_is_refused_with_a_clear_reason() -> None:
+    """Not "Invalid JSON: unexpected end of hex escape", which points nowhere."""
+    from agent_cli.tools.loader import load_tools
+    from agent_cli.tools.registry import CallRejected
+
+    registry, _ = load_tools([])
+    with pytest.raises(CallRejected, match="unpaired UTF-16 surrogate"):
+        registry.validate("t1", "write_file", {"path": "a\ud800.txt", "content": "x"})
+    # a proper pair is one code point and passes
+    call = registry.validate("t2", "write_file", {"path": "a\U0001F600.txt", "content": "x"})
+    assert call.shown_args()["path"] == "a\U0001F600.txt"

@@ -32,6 +32,21 @@ class ValidCall:
         return value
 
 
+def _has_lone_surrogate(value: Any) -> bool:
+    """A Python string decoded from JSON holds a surrogate only when it was unpaired."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return True
+        return False
+    if isinstance(value, dict):
+        return any(_has_lone_surrogate(k) or _has_lone_surrogate(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_lone_surrogate(v) for v in value)
+    return False
+
+
 class CallRejected(Exception):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
@@ -135,6 +150,11 @@ class Registry:
                 raise CallRejected(f"Invalid arguments for {tool.name}:\n{e}") from None
             args_json = canonical_json(data)
             return ValidCall(call_id, tool, None, args_json, sha256_json(data))
+        if _has_lone_surrogate(raw_input):
+            raise CallRejected(
+                f"Invalid arguments for {tool.name}: a string holds an unpaired UTF-16 "
+                "surrogate (not valid Unicode text); send plain text."
+            )
         try:
             args = tool.args.model_validate_json(json.dumps(raw_input), strict=True)
         except ValidationError as e:
