@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from agent_cli.approval import Approver
     from agent_cli.config import Settings
     from agent_cli.session import Session, Sink
+    from agent_cli.tools.registry import Registry
 
 app = typer.Typer(
     name="agent-cli",
@@ -170,13 +171,18 @@ def build_session(
     history: list[dict[str, Any]] | None = None,
     continues: str | None = None,
     log_path: Path | None = None,
+    scope: Callable[[Registry], Registry] | None = None,
 ) -> Session:
+    """`scope` may narrow the tools offered (eval tasks' `tools`/`read_only`); the registry it
+    returns is the one MCP tools join later, so it can refuse those too."""
     from agent_cli.session import Session, load_registry, make_provider
 
     settings = common.settings()
     workspace = common.workspace_dir()
     provider = make_provider(settings)
     registry, report = load_registry(settings, common.tools_dir)
+    if scope is not None:
+        registry = scope(registry)
     session = Session(settings, workspace=workspace, provider=provider, registry=registry,
                       approver=approver, sinks=sinks, log_path=log_path or common.log,
                       history=history, continues=continues, load_report=report)
@@ -374,6 +380,10 @@ from agent_cli.commands import log_cmd, mcp_cmd, replay_cmd  # noqa: E402 (after
 log_cmd.register(app)
 replay_cmd.register(app)
 mcp_cmd.register(app)
+
+from agent_cli.commands import eval_cmd  # noqa: E402
+
+eval_cmd.register(app)
 
 
 def main() -> None:

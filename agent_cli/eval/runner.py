@@ -1,0 +1,246 @@
+"""One trial: a fresh copy of the task's workspace, the real Session built the way `chat` and
+`run` build theirs, answers from the task instead of a person, its own session log; then the
+checks. A suite runs its trials serially or in a bounded pool of processes; the results are
+put back in (task, trial) order, so both give the same report.
+
+Each trial is a separate session in a separate folder: nothing one trial does can change what
+another sees. The pool uses the "spawn" start method, so a worker starts from a clean
+interpreter rather than a fork of a process that has threads (the progress bar's).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agent_cli.approval import ApprovalRequest, Approved, Decision, Denied, parse_answer
+from agent_cli.eval.checks import TrialRecord, judge
+from agent_cli.eval.tasks import Task
+from agent_cli.tools.base import Tool
+from agent_cli.tools.registry import Registry
+
+if TYPE_CHECKING:
+    from agent_cli.cli import Common
+    from agent_cli.events import AnyEvent
+
+
+@dataclass(frozen=True)
+class TrialSpec:
+    """Everything a worker process needs for one trial (picklable)."""
+
+    task: Task
+    trial: int
+    """1-based."""
+    common: Common
+    log: Path
+
+
+@dataclass
+class TrialResult:
+    task_id: str
+    trial: int
+    passed: bool
+    failed_checks: list[str]
+    log: str
+    requests: int = 0
+    usage: dict[str, int] = field(default_factory=dict)
+    cost_usd: float | None = None
+    seconds: float = 0.0
+
+
+class EvalApprover:
+    """The task's `answers` stand in for the person at the prompt. Its decisions are recorded
+    with by="policy"; TaskTagger adds the task id and the answer to each one it made."""
+
+    def __init__(self, task: Task) -> None:
+        self.task = task
+        self.queue = list(task.answers) if isinstance(task.answers, list) else None
+        self.made: dict[str, str] = {}
+        """call id -> the reason recorded with the decision."""
+
+    def decide(self, request: ApprovalRequest) -> Decision:
+        where = f"eval task {self.task.id}"
+        if self.queue is None:
+            ok = self.task.answers == "all"
+            reason = f"{where}: answers = \"{self.task.answers}\""
+            self.made[request.call_id] = reason
+            if ok:
+                return Approved(request.call_id, request.args_hash, by="policy")
+            return Denied(request.call_id, reason, by="policy")
+        if not self.queue:
+            reason = f"{where}: no answer left in the task's list, so the call is denied"
+            self.made[request.call_id] = reason
+            return Denied(request.call_id, reason, by="policy")
+        typed = self.queue.pop(0)
+        ok, why = parse_answer(typed)
+        reason = f"{where}: answered {typed!r}" + (f" ({why})" if why else "")
+        self.made[request.call_id] = reason
+        if ok:
+            return Approved(request.call_id, request.args_hash, by="policy")
+        return Denied(request.call_id, reason, by="policy")
+
+
+class TaskTagger:
+    """A sink placed before the session log: every decision the EvalApprover made is recorded
+    with the task id and the answer that decided it (extra fields `task` and `reason`)."""
+
+    def __init__(self, approver: EvalApprover) -> None:
+        self.approver = approver
+
+    def __call__(self, event: AnyEvent) -> None:
+        from agent_cli import events as ev
+
+        if isinstance(event, ev.Approval) and event.id in self.approver.made:
+            event.reason = self.approver.made[event.id]
+            event.task = self.approver.task.id  # type: ignore[attr-defined]  # extra field
+
+
+class ScopedRegistry(Registry):
+    """The tools a task may use: `tools` globs and `read_only`. Tools that join later (MCP) go
+    through `add` and are held to the same scope."""
+
+    def __init__(self, keep: Callable[[Tool], bool], tools: Iterable[Tool] = ()) -> None:
+        self.keep = keep
+        self.hidden: list[str] = []
+        super().__init__(tools)
+
+    def add(self, tool: Tool) -> None:
+        if self.keep(tool):
+            super().add(tool)
+        else:
+            self.hidden.append(tool.name)
+
+
+def scope_for(task: Task) -> Callable[[Registry], Registry] | None:
+    if task.tools is None and not task.read_only:
+        return None
+
+    def keep(tool: Tool) -> bool:
+        if task.read_only and tool.effect != "read":
+            return False
+        return task.tools is None or any(fnmatch.fnmatchcase(tool.name, g) for g in task.tools)
+
+    def scope(registry: Registry) -> Registry:
+        return ScopedRegistry(keep, registry)
+
+    return scope
+
+
+def _unmatched_tools(task: Task, registry: Registry) -> list[str]:
+    names = [t.name for t in registry] + list(getattr(registry, "hidden", []))
+    return [g for g in task.tools or [] if not any(fnmatch.fnmatchcase(n, g) for n in names)]
+
+
+def trial_common(spec: TrialSpec, workspace: Path) -> Common:
+    """The session options of one trial: the common ones, with this task's workspace copy,
+    script, model, log and request bound."""
+    task, common = spec.task, spec.common
+    changes: dict[str, Any] = {"workspace": workspace, "log": spec.log}
+    if task.script is not None:
+        changes.update(script=task.script, provider="scripted")
+    if task.model is not None:
+        changes["model"] = task.model
+    if task.max_requests is not None:
+        # One request past the bound, so a model that never stops is seen to exceed it.
+        changes["max_turns"] = task.max_requests + 1
+    return dataclasses.replace(common, **changes)
+
+
+def run_trial(spec: TrialSpec) -> TrialResult:
+    """Run one trial to the end and judge it. Errors a user can meet (a bad script, a missing
+    key) fail the trial with their sentence; they do not stop the suite."""
+    from agent_cli.errors import AgentError
+
+    start = time.monotonic()
+    task = spec.task
+    record = TrialRecord()
+    failed: list[str]
+    with tempfile.TemporaryDirectory(prefix=f"agent-cli-eval-{task.id}-") as tmp:
+        workspace = Path(tmp) / "workspace"
+        shutil.copytree(task.workspace, workspace, symlinks=True)
+        try:
+            failed = _drive(spec, workspace, record)
+        except AgentError as e:
+            failed = [f"setup: {e}"]
+        except Exception as e:  # a bug in one trial must not take the suite down
+            failed = [f"error: {type(e).__name__}: {e}"]
+    return TrialResult(task.id, spec.trial, not failed, failed, str(spec.log),
+                       record.requests, record.usage, record.cost_usd,
+                       round(time.monotonic() - start, 3))
+
+
+def _drive(spec: TrialSpec, workspace: Path, record: TrialRecord) -> list[str]:
+    from rich.console import Console
+
+    from agent_cli.cli import build_session
+
+    task = spec.task
+    approver = EvalApprover(task)
+    common = trial_common(spec, workspace)
+    spec.log.parent.mkdir(parents=True, exist_ok=True)
+    session = build_session(common, console=Console(quiet=True), approver=approver,
+                            sinks=[record], log_path=spec.log, scope=scope_for(task))
+    session.sinks.insert(0, TaskTagger(approver))  # before the log: the tags are recorded
+    session.start()
+    unmatched = _unmatched_tools(task, session.registry)
+    if unmatched:
+        session.close("eval setup failed")
+        listed = ", ".join(repr(g) for g in unmatched)
+        return [f"tools: no loaded tool matches {listed}; `agent-cli tools` lists them"]
+    try:
+        for prompt in task.prompts:
+            result = session.send(prompt)
+            record.answer = result.text
+            if result.reason not in ("end_turn", "stop_sequence"):
+                break
+    finally:
+        session.close()
+    record.usage = session.usage.total()
+    record.cost_usd = session.usage.cost()
+    return judge(task, record, workspace)
+
+
+def run_suite(specs: list[TrialSpec], jobs: int = 1,
+              on_done: Callable[[TrialResult], None] | None = None) -> list[TrialResult]:
+    """All trials, at most `jobs` at a time; results in the order of `specs` whatever order they
+    finished in."""
+    results: dict[int, TrialResult] = {}
+    if jobs <= 1 or len(specs) <= 1:
+        for i, spec in enumerate(specs):
+            results[i] = run_trial(spec)
+            if on_done is not None:
+                on_done(results[i])
+    else:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        ctx = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=min(jobs, len(specs)), mp_context=ctx) as pool:
+            futures = {pool.submit(run_trial, spec): i for i, spec in enumerate(specs)}
+            for fut in as_completed(futures):
+                i = futures[fut]
+                results[i] = fut.result()
+                if on_done is not None:
+                    on_done(results[i])
+    return [results[i] for i in range(len(specs))]
+
+
+def plan(tasks: list[Task], common: Common, trials: int, log_dir: Path) -> list[TrialSpec]:
+    """Task by task, trial by trial; each trial's log is named `<task id>-<trial>.jsonl`. A
+    folder that already holds one of them is refused: a trial's log must be its own alone."""
+    from agent_cli.errors import UsageError
+
+    specs = [TrialSpec(task, n, common, log_dir / f"{task.id}-{n}.jsonl")
+             for task in tasks for n in range(1, trials + 1)]
+    taken = [s.log.name for s in specs if s.log.exists()]
+    if taken:
+        raise UsageError(f"{log_dir} already holds trial logs ({taken[0]} and "
+                         f"{len(taken) - 1} more); give a new --log-dir DIR.")
+    return specs
