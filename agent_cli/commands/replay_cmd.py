@@ -28,7 +28,8 @@ def register(app: typer.Typer) -> None:
             "--tools-only", help="Only tool calls: panels, decisions and results.")] = False,
         output: Annotated[str, typer.Option(
             "--output", "-o", help="text: as the terminal showed it; markdown: a readable "
-            "export; jsonl: the records themselves.")] = "text",
+            "export; jsonl: the records themselves; html: one self-contained page to share "
+            "(inert: no script, no links, no network).")] = "text",
         rerun: Annotated[bool, typer.Option(
             "--rerun", help="Feed the recorded model replies back and run the tools again in "
             "--workspace (write calls ask again); report results that differ. Exit 1 on "
@@ -43,8 +44,8 @@ def register(app: typer.Typer) -> None:
 
         from agent_cli import replay as rp
 
-        if output not in ("text", "markdown", "jsonl"):
-            raise fail("--output must be text, markdown or jsonl.", EXIT_USAGE)
+        if output not in ("text", "markdown", "jsonl", "html"):
+            raise fail("--output must be text, markdown, jsonl or html.", EXIT_USAGE)
         if reuse_approvals and not rerun:
             raise fail("--reuse-approvals only makes sense with --rerun.", EXIT_USAGE)
         if rerun:
@@ -66,6 +67,14 @@ def register(app: typer.Typer) -> None:
 
             err.print(safe(f"warning: {message}; skipped", "yellow"))
 
+        if output == "html":
+            from agent_cli.replay_html import export
+
+            page = export(log_file, turns=span, tools_only=tools_only,
+                          prices=common.settings().prices, on_bad=on_bad)
+            sys.stdout.buffer.write(page.encode("utf-8", "replace"))
+            sys.stdout.flush()
+            raise typer.Exit(EXIT_OK)
         view: rp.View
         if output == "jsonl":
             view = rp.JsonlView(sys.stdout.write)
