@@ -38,7 +38,8 @@ def text(value: str, *, collapse_padding: bool = True) -> str:
 
 # -- inline ------------------------------------------------------------------------------------
 
-_LINK = re.compile(r"(!?)\[([^\[\]\n]{0,1000})\]\(\s*([^()\s]{0,2000})(?:\s+\"[^\"\n]{0,500}\")?\s*\)")
+_LINK = re.compile(r"(!?)\[([^\[\]\n]{0,1000})\]\(\s*([^()\s]{0,2000})"
+                   r"(?:\s+\"[^\"\n]{0,500}\")?\s*\)")
 _AUTOLINK = re.compile(r"<((?:https?|mailto|ftp|javascript|data|file):[^<>\s]{0,2000})>", re.I)
 _PAIRS = (("**", "strong"), ("__", "strong"), ("~~", "del"), ("*", "em"), ("_", "em"))
 

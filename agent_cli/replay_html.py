@@ -64,7 +64,8 @@ dl.meta dt { color: var(--dim); } dl.meta dd { margin: 0; }
 .verify .verdict { font-weight: 600; }
 .turn { border-top: 1px solid var(--line); padding-top: 0.4rem; margin-top: 1rem; }
 .turn > h2 { font-size: 1rem; color: var(--dim); margin: 0.2rem 0; }
-.msg { border-radius: 6px; padding: 0.4rem 0.7rem; margin: 0.5rem 0; border: 1px solid var(--line); }
+.msg { border-radius: 6px; padding: 0.4rem 0.7rem; margin: 0.5rem 0;
+  border: 1px solid var(--line); }
 .msg.user { background: var(--user); }
 .msg.model { background: var(--model); }
 .who { font-size: 0.8rem; color: var(--dim); font-weight: 600; }
@@ -91,7 +92,7 @@ dl.meta dt { color: var(--dim); } dl.meta dd { margin: 0; }
 .effect-write { color: var(--bad); font-weight: 700; } .effect-read { color: var(--ok); }
 .diff { background: var(--bg); border: 1px solid var(--line); border-radius: 4px;
   padding: 0.2rem 0.4rem; }
-.diff span { display: block; }
+.diff > span { display: block; }
 .diff .add { background: var(--add); color: var(--add-fg); }
 .diff .del { background: var(--del); color: var(--del-fg); }
 .diff .hunk { color: var(--hunk); } .diff .head { font-weight: 700; }
