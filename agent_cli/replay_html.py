@@ -417,7 +417,7 @@ def panel_html(request: ApprovalRequest) -> str:
     cells = "".join(f"<tr><th>{text(str(k))}</th><td>{v}</td></tr>" for k, v in rows)
     for key, value in request.args.items():
         cells += f"<tr><th>{text(str(key))}</th><td><pre>{text(_value_text(value))}</pre></td></tr>"
-    body = f'<table class="args">{cells}</table>'
+    body = f'<table class="args"><tbody>{cells}</tbody></table>'
     if request.preview:
         body += f'<div class="name">preview</div>{_diff(request.preview)}'
     for note in (hidden_summary(request), lookalike_summary(request)):
