@@ -309,3 +309,52 @@ def test_pass_k_formulas() -> None:
     assert pass_at_k(5, 2, 2) == pytest.approx(1 - 3 / 10)
     assert pass_hat_k(5, 2, 2) == pytest.approx(1 / 10)
     assert pass_hat_k(3, 3, 3) == 1.0 and pass_at_k(3, 0, 3) == 0.0
+
+
+def test_max_cost_usd_uses_configured_prices(tmp_path: Path) -> None:
+    usage = {"input_tokens": 1_000_000, "output_tokens": 0}
+    scripts = {"costly": [dict(text("ok"), usage=usage)]}
+    tasks = make_suite(tmp_path, """
+[[tasks]]
+id = "cheap-enough"
+prompt = "p"
+workspace = "fixtures/empty"
+script = "scripts/costly.json"
+model = "priced-model"
+max_cost_usd = 5.0
+
+[[tasks]]
+id = "too-dear"
+prompt = "p"
+workspace = "fixtures/empty"
+script = "scripts/costly.json"
+model = "priced-model"
+max_cost_usd = 1.0
+""", scripts)
+    config = tmp_path / "config.toml"
+    config.write_text('[prices."priced-model"]\ninput = 3.0\noutput = 15.0\n', encoding="utf-8")
+    code, report, _ = run_json(tasks, tmp_path / "logs", "--config", str(config))
+    assert code == 1
+    cheap, dear = report["tasks"]
+    assert cheap["trials"][0]["passed"] and cheap["trials"][0]["cost_usd"] == pytest.approx(3.0)
+    assert dear["trials"][0]["failed_checks"] == [
+        "max_cost_usd: cost $3.0000, more than $1.0000"]
+    assert report["cost_usd"] == pytest.approx(6.0)
+
+
+@pytest.mark.pty
+def test_progress_bar_goes_to_stderr_on_a_terminal(tmp_path: Path) -> None:
+    import pexpect
+
+    tasks = make_suite(tmp_path)
+    out = tmp_path / "report.json"
+    cmd = (f"{sys.executable} -m agent_cli eval {tasks} --trials 2 --output json "
+           f"--log-dir {tmp_path / 'logs'} > {out}")
+    child = pexpect.spawn("bash", ["-c", cmd], cwd=str(REPO), env=dict(os.environ),
+                          encoding="utf-8", timeout=TIMEOUT, dimensions=(24, 100))
+    child.expect(r"eval.*\d+/10")  # the bar, on the terminal (stderr)
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 1
+    report = json.loads(out.read_text(encoding="utf-8"))  # stdout: the report alone
+    assert report["trials"] == 10

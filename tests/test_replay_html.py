@@ -25,7 +25,7 @@ import zlib
 from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -69,9 +69,9 @@ def dump_dom(chromium: str, tmp: Path, page: Path) -> str:
 
 
 class Hits(http.server.BaseHTTPRequestHandler):
-    seen: list[str] = []
+    seen: ClassVar[list[str]] = []
 
-    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+    def do_GET(self) -> None:
         Hits.seen.append(self.path)
         self.send_response(200)
         self.send_header("Content-Type", "image/gif")

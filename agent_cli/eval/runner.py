@@ -4,8 +4,9 @@ checks. A suite runs its trials serially or in a bounded pool of processes; the 
 put back in (task, trial) order, so both give the same report.
 
 Each trial is a separate session in a separate folder: nothing one trial does can change what
-another sees. The pool uses the "spawn" start method, so a worker starts from a clean
-interpreter rather than a fork of a process that has threads (the progress bar's).
+another sees. The pool never forks the main process, so a worker starts from a clean
+interpreter rather than a fork of a process that has threads (the progress bar's): forkserver
+where the platform has it, spawn elsewhere.
 """
 
 from __future__ import annotations
@@ -221,7 +222,7 @@ def run_suite(specs: list[TrialSpec], jobs: int = 1,
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor, as_completed
 
-        ctx = multiprocessing.get_context("spawn")
+        ctx = _pool_context(multiprocessing)
         with ProcessPoolExecutor(max_workers=min(jobs, len(specs)), mp_context=ctx) as pool:
             futures = {pool.submit(run_trial, spec): i for i, spec in enumerate(specs)}
             for fut in as_completed(futures):
@@ -230,6 +231,17 @@ def run_suite(specs: list[TrialSpec], jobs: int = 1,
                 if on_done is not None:
                     on_done(results[i])
     return [results[i] for i in range(len(specs))]
+
+
+def _pool_context(mp: Any) -> Any:
+    """forkserver where there is one (Linux, macOS): one clean process imports agent-cli once and
+    every worker forks from it, so N workers do not each pay the imports; spawn elsewhere. Never
+    a plain fork of this process, which may have threads (the progress bar's)."""
+    if "forkserver" in mp.get_all_start_methods():
+        ctx = mp.get_context("forkserver")
+        ctx.set_forkserver_preload(["agent_cli.cli", "agent_cli.eval.runner"])
+        return ctx
+    return mp.get_context("spawn")
 
 
 def plan(tasks: list[Task], common: Common, trials: int, log_dir: Path) -> list[TrialSpec]:
