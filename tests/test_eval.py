@@ -358,3 +358,18 @@ def test_progress_bar_goes_to_stderr_on_a_terminal(tmp_path: Path) -> None:
     assert child.exitstatus == 1
     report = json.loads(out.read_text(encoding="utf-8"))  # stdout: the report alone
     assert report["trials"] == 10
+
+
+def test_readme_task_example_is_valid(tmp_path: Path) -> None:
+    """The README's annotated task is the shape the loader accepts."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme.split("### Writing eval tasks", 1)[1]
+    block = section.split("```toml\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "fixtures" / "empty").mkdir(parents=True)
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "writes-out.json").write_text("[]", encoding="utf-8")
+    path = tmp_path / "tasks.toml"
+    path.write_text(block, encoding="utf-8")
+    task = load_tasks(path).tasks[0]
+    assert task.id == "writes-out" and task.files["never.txt"].absent
+    assert task.forbid[0].matches("write_file", {"path": "secret.txt"})
