@@ -32,6 +32,8 @@ from agent_cli.session_log import BadLine, key_id, log_key, read_records, verify
 from agent_cli.usage import UsageMeter, fmt_cost
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'"
+CALL_LINE = 300
+"""Characters of a call's input on its one-line summary; a longer one also gets a fold."""
 FOLD_LINES = 12
 FOLD_CHARS = 1500
 """A result longer than this is folded in <details> (shown whole when opened or printed)."""
@@ -272,9 +274,14 @@ class HtmlView:
             case ev.ToolProposed():
                 self.proposed[event.id] = event.input
                 args = json.dumps(event.input, ensure_ascii=False)
+                full = ""
+                if len(one_line(args)) > CALL_LINE:
+                    # the line is cut (and says so); the whole input is one click away
+                    whole = json.dumps(event.input, ensure_ascii=False, indent=2)
+                    full = _block(whole, f"whole input ({len(whole):,} characters)")
                 w(f'<div class="call">→ <span class="name">{text(event.name)}</span> '
-                  f'<code>{text(one_line(args, 300))}</code> '
-                  f'<span class="dim">{text(one_line(event.id, 80))}</span></div>')
+                  f'<code>{text(one_line(args, CALL_LINE))}</code> '
+                  f'<span class="dim">{text(one_line(event.id, 80))}</span>{full}</div>')
             case ev.ToolInvalid():
                 w(f'<div class="result error"><div class="head">✗ {text(event.name)}: '
                   f"invalid call</div>{_block(event.reason)}</div>")

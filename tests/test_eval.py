@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -373,3 +374,50 @@ def test_readme_task_example_is_valid(tmp_path: Path) -> None:
     task = load_tasks(path).tasks[0]
     assert task.id == "writes-out" and task.files["never.txt"].absent
     assert task.forbid[0].matches("write_file", {"path": "secret.txt"})
+
+
+def test_tools_naming_no_loaded_tool_fails_the_trial(tmp_path: Path) -> None:
+    tasks = make_suite(tmp_path, """
+[[tasks]]
+id = "typo"
+prompt = "p"
+workspace = "fixtures/empty"
+script = "scripts/passes.json"
+tools = ["read_file", "wirte_file"]
+""")
+    code, report, _ = run_json(tasks, tmp_path / "logs")
+    assert code == 1
+    checks = report["tasks"][0]["trials"][0]["failed_checks"]
+    assert checks == ["tools: no loaded tool matches 'wirte_file'; `agent-cli tools` lists them"]
+
+
+@pytest.mark.pty
+def test_ctrl_c_stops_the_suite(tmp_path: Path) -> None:
+    import pexpect
+
+    sleeper = [tool_use("toolu_s", "run_command", {"command": ["sleep", "60"]}), text("slept")]
+    tasks = make_suite(tmp_path, """
+[[tasks]]
+id = "sleeps"
+prompt = "p"
+workspace = "fixtures/empty"
+script = "scripts/sleeps.json"
+answers = "all"
+""", {"sleeps": sleeper})
+    logs = tmp_path / "logs"
+    child = pexpect.spawn(sys.executable, ["-m", "agent_cli", "eval", str(tasks), "--trials", "3",
+                                           "--log-dir", str(logs)],
+                          cwd=str(REPO), env=dict(os.environ), encoding="utf-8",
+                          timeout=TIMEOUT, dimensions=(24, 100))
+    child.expect(r"eval.*0/3")
+    log = logs / "sleeps-1.jsonl"
+    deadline = time.monotonic() + 60
+    while b'"tool_started"' not in (log.read_bytes() if log.exists() else b""):
+        assert time.monotonic() < deadline, "the trial never started its tool"
+        time.sleep(0.05)
+    child.sendintr()
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 130
+    assert not (logs / "sleeps-2.jsonl").exists()  # no further trial started
+    assert b'"interrupt"' in log.read_bytes()

@@ -30,7 +30,7 @@ def register(app: typer.Typer) -> None:
     @guarded
     def eval_(
         common: Common,
-        tasks_file: Annotated[Path, typer.Argument(metavar="TASKS.toml",
+        tasks_file: Annotated[Path, typer.Argument(metavar="TASKS",
                                                    help="The task file (TOML).")],
         trials: Annotated[int, typer.Option("--trials", "-k", min=1, metavar="K",
                                             help="Trials per task (pass@k and pass^k use "

@@ -199,6 +199,10 @@ def _drive(spec: TrialSpec, workspace: Path, record: TrialRecord) -> list[str]:
         for prompt in task.prompts:
             result = session.send(prompt)
             record.answer = result.text
+            if result.reason == "interrupted":
+                # The loop answers Ctrl-C by ending the turn; for a suite it means stop.
+                session.close("interrupted")
+                raise KeyboardInterrupt
             if result.reason not in ("end_turn", "stop_sequence"):
                 break
     finally:
@@ -223,13 +227,19 @@ def run_suite(specs: list[TrialSpec], jobs: int = 1,
         from concurrent.futures import ProcessPoolExecutor, as_completed
 
         ctx = _pool_context(multiprocessing)
-        with ProcessPoolExecutor(max_workers=min(jobs, len(specs)), mp_context=ctx) as pool:
+        pool = ProcessPoolExecutor(max_workers=min(jobs, len(specs)), mp_context=ctx)
+        try:
             futures = {pool.submit(run_trial, spec): i for i, spec in enumerate(specs)}
             for fut in as_completed(futures):
                 i = futures[fut]
                 results[i] = fut.result()
                 if on_done is not None:
                     on_done(results[i])
+        except BaseException:
+            # Ctrl-C (or a broken worker): no new trial starts; running ones end with the pool.
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)
     return [results[i] for i in range(len(specs))]
 
 
