@@ -377,11 +377,11 @@ def test_readme_task_example_is_valid(tmp_path: Path) -> None:
 
 
 def test_tools_naming_no_loaded_tool_fails_the_trial(tmp_path: Path) -> None:
+    """(This task also has no workspace: its trial starts in an empty folder.)"""
     tasks = make_suite(tmp_path, """
 [[tasks]]
 id = "typo"
 prompt = "p"
-workspace = "fixtures/empty"
 script = "scripts/passes.json"
 tools = ["read_file", "wirte_file"]
 """)

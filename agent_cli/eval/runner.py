@@ -165,7 +165,10 @@ def run_trial(spec: TrialSpec) -> TrialResult:
     failed: list[str]
     with tempfile.TemporaryDirectory(prefix=f"agent-cli-eval-{task.id}-") as tmp:
         workspace = Path(tmp) / "workspace"
-        shutil.copytree(task.workspace, workspace, symlinks=True)
+        if task.workspace is not None:
+            shutil.copytree(task.workspace, workspace, symlinks=True)
+        else:
+            workspace.mkdir()
         try:
             failed = _drive(spec, workspace, record)
         except AgentError as e:

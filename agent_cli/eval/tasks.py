@@ -76,8 +76,9 @@ class Task(BaseModel):
     """Names the task in the report and its trials' log files (letters, digits, `.`, `_`, `-`)."""
     prompt: str | list[str]
     """The user's message, or a list of messages sent as successive turns."""
-    workspace: Path
-    """A folder, copied fresh for every trial (relative to the task file)."""
+    workspace: Path | None = None
+    """A folder, copied fresh for every trial (relative to the task file); omitted, each trial
+    starts in an empty folder."""
     script: Path | None = None
     """Replies for the scripted provider (relative to the task file); omit to use the
     configured provider and model."""
@@ -229,10 +230,11 @@ def load_tasks(path: Path) -> TaskFile:
         raise UsageError("\n".join(lines)) from None
     base = path.resolve().parent
     for task in suite.tasks:
-        task.workspace = (base / task.workspace).resolve()
-        if not task.workspace.is_dir():
-            raise UsageError(f"Task {task.id!r}: workspace {task.workspace} is not a folder "
-                             "(paths are relative to the task file).")
+        if task.workspace is not None:
+            task.workspace = (base / task.workspace).resolve()
+            if not task.workspace.is_dir():
+                raise UsageError(f"Task {task.id!r}: workspace {task.workspace} is not a "
+                                 "folder (paths are relative to the task file).")
         if task.script is not None:
             task.script = (base / task.script).resolve()
             if not task.script.is_file():
