@@ -30,9 +30,10 @@ SCRIPTS = (
     "bench_render.py",
     "bench_run_command.py",
     "bench_mcp.py",
+    "bench_eval.py",
 )
 """In the order of the issue: start-up, per-call overhead, the peer, log/replay, memory,
-rendering, then the tool and MCP costs."""
+rendering, then the tool and MCP costs; eval throughput last."""
 
 
 def takes_quick(script: Path) -> bool:
