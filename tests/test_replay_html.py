@@ -20,6 +20,7 @@ import os
 import shutil
 import struct
 import subprocess
+import sys
 import threading
 import zlib
 from collections.abc import Iterator
@@ -210,7 +211,7 @@ def hostile_log(tmp: Path, port: int) -> Path:
 
 
 def export(log: Path, out: Path) -> str:
-    proc = subprocess.run([os.sys.executable, "-m", "agent_cli", "replay", str(log), "--output",
+    proc = subprocess.run([sys.executable, "-m", "agent_cli", "replay", str(log), "--output",
                            "html"], capture_output=True, timeout=CHROME_TIMEOUT, cwd=REPO,
                           env=dict(os.environ))
     assert proc.returncode == 0, proc.stderr.decode("utf-8", "replace")
@@ -427,3 +428,15 @@ def test_replay_html_cli_usage(tmp_path: Path) -> None:
     assert out.startswith("<!DOCTYPE html>")
     assert json.dumps(CSP)[1:-1] in out
     assert html.escape("tidy notes.txt") in out
+
+
+def test_export_names_a_foreign_key_and_an_edit(tmp_path: Path) -> None:
+    """The verify outcome at export time: another user's key is named as such; an edited line
+    is named where the chain breaks."""
+    recorded = REPO / "tests" / "data" / "session_edit.jsonl"
+    out = export(recorded, tmp_path / "a.html")
+    assert "hash chain intact" in out and "signed with another log key" in out
+    edited = tmp_path / "edited.jsonl"
+    edited.write_bytes(recorded.read_bytes().replace(b"Summary written.", b"Summary forged!!"))
+    out = export(edited, tmp_path / "b.html")
+    assert "hash chain BROKEN: line" in out and "Summary forged!!" in out
