@@ -440,3 +440,16 @@ def test_export_names_a_foreign_key_and_an_edit(tmp_path: Path) -> None:
     edited.write_bytes(recorded.read_bytes().replace(b"Summary written.", b"Summary forged!!"))
     out = export(edited, tmp_path / "b.html")
     assert "hash chain BROKEN: line" in out and "Summary forged!!" in out
+
+
+def test_missing_chromium_fails_in_ci(tmp_path: Path) -> None:
+    """With CI=true and no chromium on PATH, the browser tests fail; they never skip there."""
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    env = dict(os.environ, CI="true", PATH=str(empty))
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           "tests/test_replay_html.py", "-k", "control_page"],
+                          capture_output=True, text=True, timeout=CHROME_TIMEOUT, cwd=REPO,
+                          env=env)
+    assert proc.returncode == 1, proc.stdout[-2000:]
+    assert "chromium is not installed" in proc.stdout and "1 error" in proc.stdout
