@@ -96,6 +96,15 @@ _GUTTER_STYLE = {"+": "green", "-": "red", " ": ""}
 _HEADINGS = ("CREATE", "OVERWRITE", "EDIT", "WILL FAIL")
 
 
+def _gutter(mark: str) -> Text:
+    """The gutter of a diff line, repeated on each wrapped piece of it."""
+    if mark == "+":
+        return Text("+", style="green")
+    if mark == "-":
+        return Text("-", style="red")
+    return Text(" ")
+
+
 class DiffView:
     """A preview as the panel shows it. In a unified diff every wrapped piece of a `+`/`-` line
     keeps its gutter, so a continuation never reads as a context line; a run of blank lines is
@@ -138,9 +147,8 @@ class DiffView:
             if not gutter:
                 yield body
                 continue
-            style = _GUTTER_STYLE[gutter]
             for piece in body.wrap(console, width, overflow="fold"):
-                yield Text(gutter, style=style or "dim") + piece
+                yield _gutter(gutter) + piece
 
 
 # -- the panel ----------------------------------------------------------------------------------
