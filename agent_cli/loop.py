@@ -292,17 +292,18 @@ class Loop:
         preview = self._preview(call, ctx)
         # The approver and the log each get their own copy of the shown arguments: nothing an
         # approver does to its dict can change what is logged, and neither changes what runs.
+        order = _declared_order(call.tool.schema())
         request = ApprovalRequest(
             call_id=call_id,
             name=call.tool.name,
             effect=call.tool.effect,
-            args=call.shown_args(),
+            args=_in_order(call.shown_args(), order),
             args_hash=call.args_hash,
             preview=preview,
             description=call.tool.description,
             source=call.tool.source,
             extra=dict(call.tool.extra_panel),
-            arg_order=_declared_order(call.tool.schema()),
+            arg_order=order,
         )
         reply = self._reply
         if (reply.denials and reply.panels >= self.limits.max_panels_after_denial
@@ -321,7 +322,7 @@ class Loop:
         self.emit(ev.Approval(id=call_id, name=call.tool.name, effect=call.tool.effect,
                               decision="approved" if approved else "denied", by=decision.by,
                               args_hash=call.args_hash, reason=reason,
-                              args=call.shown_args(),
+                              args=_in_order(call.shown_args(), order),
                               preview=preview, panel_extra=dict(call.tool.extra_panel)))
         if not approved:
             if decision.by == "user":
@@ -512,6 +513,12 @@ def _declared_order(schema: dict[str, Any]) -> tuple[str, ...]:
     """Argument names in the order the tool's schema lists them (pydantic keeps field order)."""
     props = schema.get("properties") if isinstance(schema, dict) else None
     return tuple(str(k) for k in props) if isinstance(props, dict) else ()
+
+
+def _in_order(args: dict[str, Any], order: tuple[str, ...]) -> dict[str, Any]:
+    """The same arguments, keyed in the declared order (the log then keeps the panel's order)."""
+    first = {k: args[k] for k in order if k in args}
+    return first | {k: v for k, v in args.items() if k not in first}
 
 
 def _use_id(use: dict[str, Any], index: int) -> str:

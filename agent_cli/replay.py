@@ -233,7 +233,8 @@ class TextView:
         request = ApprovalRequest(call_id=event.id, name=event.name, effect=event.effect,
                                   args=args, args_hash=event.args_hash, preview=event.preview,
                                   source=self.sources.get(event.name, ""),
-                                  extra=dict(event.panel_extra))
+                                  extra=dict(event.panel_extra),
+                                  arg_order=tuple(str(k) for k in args))
         self.console.print(approval_panel(request))
         if event.decision == "approved":
             answer = "y"

@@ -85,7 +85,7 @@ def shown_by_preview(value: Any, preview: str | None) -> str | None:
         return None
     if isinstance(value, str) and value and _is_diff(preview) and _added_text(preview) == value:
         n = value.count("\n") + (0 if value.endswith("\n") else 1)
-        return f"(shown once, as the diff below: {n:,} lines)"
+        return f"(shown once, as the diff below: {n:,} line{'' if n == 1 else 's'})"
     if (isinstance(value, list) and value and all(isinstance(v, str) for v in value)
             and shlex.join(value) in preview):
         return f"(shown once, in the preview below, as one command line of {len(value):,} words)"
