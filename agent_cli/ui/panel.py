@@ -184,6 +184,11 @@ def hidden_summary(request: ApprovalRequest) -> str | None:
         f = scan(t)
         if f.any:
             notes.append(f.summary())
+    names = [request.name, request.call_id, *map(str, request.args), *request.extra]
+    breaks = sum(1 for n in names if "\n" in n or "\t" in n)
+    if breaks:
+        notes.append(f"{breaks} name{'s' if breaks != 1 else ''} or id{'s' if breaks != 1 else ''}"
+                     " with line breaks or tabs (shown as \\n, \\t)")
     if not notes:
         return None
     return "Hidden or control characters are shown as highlighted tokens: " + "; ".join(notes)
@@ -258,15 +263,15 @@ class ApprovalPanel:
             about = r.description.strip().split("\n", 1)[0]
             table.add_row("about", safe_line(about, 200, "dim"))
         for key, value in r.extra.items():
-            table.add_row(safe(key), safe(value, "italic"))
+            table.add_row(safe_line(key), safe(value, "italic"))
         if not r.args:
             table.add_row("arguments", Text("(none)", style="dim"))
         for key, value in ordered_args(r):
             once = shown_by_preview(value, r.preview)
             if once is not None:
-                table.add_row(safe(str(key)), safe(once, "dim"))
+                table.add_row(safe_line(str(key)), safe(once, "dim"))
             else:
-                table.add_row(safe(str(key)), safe(_value_text(value)))
+                table.add_row(safe_line(str(key)), safe(_value_text(value)))
         return table
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
