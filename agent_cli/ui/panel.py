@@ -427,10 +427,11 @@ class TerminalApprover:
         self._input = input_fn
         self.flush_typeahead = flush_typeahead
 
-    def _ask(self, message: str) -> str:
+    def _ask(self, message: str, *, fresh: bool = True) -> str:
+        """Read one answer; with `fresh`, keys typed before the prompt appeared are dropped."""
         if self._input is None:
             self._input = default_input()
-        if self.flush_typeahead:
+        if fresh and self.flush_typeahead:
             discard_typeahead()
         return self._input(message)
 
@@ -486,7 +487,7 @@ class TerminalApprover:
         reason = answer.reason
         if answer.ask_reason:
             try:
-                reason = self._ask("Reason (optional): ").strip() or None
+                reason = self._ask("Reason (optional): ", fresh=False).strip() or None
             except (EOFError, KeyboardInterrupt):
                 reason = None
         if answer.note == ONLY_YES:
