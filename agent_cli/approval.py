@@ -28,6 +28,9 @@ class ApprovalRequest:
     description: str = ""
     source: str = ""
     extra: dict[str, str] = field(default_factory=dict)
+    arg_order: tuple[str, ...] = ()
+    """The argument names in the order the tool's schema declares them (path before content), so
+    the panel lists them as the author wrote them; names not in it follow, sorted."""
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,9 @@ class Denied:
     call_id: str
     reason: str | None = None
     by: DecidedBy = "user"
+    stop_turn: bool = False
+    """The person answered `q`, Esc or Ctrl-C: deny this call and every remaining call of the
+    reply and end the turn (each call still gets its tool_result)."""
 
 
 Decision = Approved | Denied
@@ -54,20 +60,59 @@ class Approver(Protocol):
 
 
 APPROVE_WORDS = {"y", "yes"}
+STOP_WORDS = {"q", "quit", "\x1b"}
+"""Answers that deny this call and the rest of the reply (`\x1b` is what the Esc key sends)."""
+ONLY_YES = "only y or yes approves"
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What a typed answer means. `kind` is approve, deny or stop (deny the rest of the reply);
+    `ask_reason` says the person typed a bare `n`/`no` and may want to give a reason; `note` is
+    what the UI should say back (a word that is not y/yes denies: "only y or yes approves")."""
+
+    kind: Literal["approve", "deny", "stop"]
+    reason: str | None = None
+    ask_reason: bool = False
+    note: str | None = None
+
+
+def read_answer(text: str | None) -> Answer:
+    """`y`/`yes` (any case, trimmed) approves; `q` or Esc stops the reply; anything else denies.
+    Text after a denial word is the user's reason (`n use ./tmp`); any other word (`ok`, `sure`,
+    `yes please`) denies too, and is kept as the reason so the model sees what was typed."""
+    if text is None:
+        return Answer("deny")
+    answer = text.strip()
+    low = answer.lower()
+    if low in APPROVE_WORDS:
+        return Answer("approve")
+    if low in STOP_WORDS:
+        return Answer("stop")
+    if not answer:
+        return Answer("deny")
+    if low in ("n", "no"):
+        return Answer("deny", ask_reason=True)
+    m = _DENY_WITH_REASON.match(answer)
+    if m:
+        return Answer("deny", m.group(1).strip())
+    return Answer("deny", answer, note=ONLY_YES)
 
 
 def parse_answer(text: str | None) -> tuple[bool, str | None]:
-    """`y`/`yes` (any case, trimmed) approves; anything else denies. Text after a denial word is
-    the user's reason (`n use ./tmp`)."""
-    if text is None:
-        return False, None
-    answer = text.strip()
-    if answer.lower() in APPROVE_WORDS:
-        return True, None
-    m = _DENY_WITH_REASON.match(answer)
-    if m:
-        return False, m.group(1).strip()
-    return False, None
+    """(approved, reason) of a typed answer; see `read_answer`."""
+    a = read_answer(text)
+    return a.kind == "approve", a.reason
+
+
+def decision_for(request: ApprovalRequest, answer: Answer) -> Decision:
+    """The decision an answer gives for one request (a `stop` denies the rest of the reply too)."""
+    if answer.kind == "approve":
+        return Approved(request.call_id, request.args_hash)
+    if answer.kind == "stop":
+        return Denied(request.call_id, answer.reason or "the user stopped the turn at the panel",
+                      stop_turn=True)
+    return Denied(request.call_id, answer.reason)
 
 
 # `n use ./tmp`, `no, use ./tmp`, `n: too big`: a denial word, a separator, then the reason.
@@ -96,10 +141,7 @@ class ScriptedApprover:
     def decide(self, request: ApprovalRequest) -> Decision:
         self.seen.append(request)
         text = self.answers.pop(0) if self.answers else None
-        ok, reason = parse_answer(text)
-        if ok:
-            return Approved(request.call_id, request.args_hash)
-        return Denied(request.call_id, reason)
+        return decision_for(request, read_answer(text))
 
 
 class DenyRule(BaseModel):
@@ -136,11 +178,22 @@ class Gate:
         self.approver = approver
         self.rules = list(rules)
 
-    def decide(self, request: ApprovalRequest) -> Decision:
+    def rule_denial(self, request: ApprovalRequest) -> Denied | None:
+        """The denial of the first deny rule that matches, if any (asked before any panel)."""
         for rule in self.rules:
             if rule.matches(request.name, request.args):
                 why = rule.describe() + (f": {rule.reason}" if rule.reason else "")
                 return Denied(request.call_id, f"refused by {why}", by="rule")
+        return None
+
+    def would_ask(self, request: ApprovalRequest) -> bool:
+        """True when `decide` would open a panel: a write call no deny rule refuses."""
+        return request.effect != "read" and self.rule_denial(request) is None
+
+    def decide(self, request: ApprovalRequest) -> Decision:
+        refused = self.rule_denial(request)
+        if refused is not None:
+            return refused
         if request.effect == "read":
             return Approved(request.call_id, request.args_hash, by="policy")
         decision = self.approver.decide(request)

@@ -343,8 +343,8 @@ def tools(
     registry, report = load_registry(common.settings(), common.tools_dir)
     for tool in registry:
         console.print(Text.assemble(safe(tool.name, "bold"), "  ",
-                                    (tool.effect, "green" if tool.effect == "read" else "red"),
-                                    ("  schema ", "dim"), (tool.schema_hash(), "dim")))
+                                    safe(tool.effect, "green" if tool.effect == "read" else "red"),
+                                    ("  schema ", "dim"), safe(tool.schema_hash(), "dim")))
         console.print(Text("  source: ", style="dim") + safe(tool.source, "dim"))
         console.print(Text("  args: ", style="dim") + safe(_args_summary(tool.schema())))
         console.print(Padding(safe(tool.description), (0, 0, 0, 2)))

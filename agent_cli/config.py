@@ -63,6 +63,9 @@ class Settings(BaseModel):
     """Characters of one tool result sent to the model (head and tail kept, cut stated)."""
     max_read_bytes: int = Field(2_000_000, ge=1)
     repeat_failures: int = Field(3, ge=2)
+    max_panels_after_denial: int = Field(5, ge=1)
+    """Once you have denied a call in a reply, at most this many panels open for that reply; the
+    rest are answered "not run: too many calls in one reply after denials"."""
     retries: int = Field(4, ge=0)
     retry_cap_s: float = Field(30.0, ge=0)
     """Longest wait for a `retry-after` header."""

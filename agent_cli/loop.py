@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_cli import events as ev
-from agent_cli.approval import ApprovalRequest, Approved, Gate
+from agent_cli.approval import ApprovalRequest, Approved, Denied, Gate
 from agent_cli.errors import ProviderError, ToolFailed
 from agent_cli.providers.base import ModelRequest, ModelResponse, Provider
 from agent_cli.tools.base import ToolContext, ToolOutput, canonical_json, sha256_json
@@ -43,6 +43,9 @@ class Limits:
     """Characters of one tool result sent back to the model (head and tail kept)."""
     repeat_failures: int = 3
     max_read_bytes: int = 2_000_000
+    max_panels_after_denial: int = 5
+    """Once the user has denied a call in a reply, at most this many panels open for that reply;
+    the rest are answered without asking (approval fatigue is how a wall of calls gets a yes)."""
 
 
 @dataclass
@@ -72,6 +75,22 @@ class _Turn:
     usage: dict[str, int] = field(default_factory=dict)
 
 
+TOO_MANY_AFTER_DENIAL = "not run: too many calls in one reply after denials"
+STOPPED_AT_PANEL = "not run: the user stopped the turn at an earlier panel"
+
+
+@dataclass
+class _ReplyState:
+    """What the person has done at the panels of the current reply."""
+
+    panels: int = 0
+    denials: int = 0
+    held: int = 0
+    """Write calls answered TOO_MANY_AFTER_DENIAL without a panel."""
+    stopped: bool = False
+    """The person answered `q`, Esc or Ctrl-C at a panel: the rest of the reply is not run."""
+
+
 class _Interrupted(Exception):
     def __init__(self, after_s: float) -> None:
         self.after_s = after_s
@@ -98,6 +117,7 @@ class Loop:
         self.system = system
         self.usage: dict[str, int] = {}
         self._proposed: set[str] = set()
+        self._reply = _ReplyState()
         self.prepare: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None
         """Shapes what is sent (e.g. a context budget) without touching the history or log."""
 
@@ -164,6 +184,17 @@ class Loop:
                                  "smaller steps.")
             results, interrupted = self._run_calls(uses, failures)
             history.append({"role": "user", "content": results})
+            if self._reply.held:
+                self.emit(ev.Notice(kind="panel_limit", message=(
+                    f"{self._reply.held} more call{'s' if self._reply.held != 1 else ''} in this "
+                    f"reply {'were' if self._reply.held != 1 else 'was'} not run without asking: "
+                    f"after a denial a reply opens at most {self.limits.max_panels_after_denial} "
+                    "panels (config max_panels_after_denial).")))
+            if self._reply.stopped:
+                self.emit(ev.Interrupt(during="approval"))
+                return self._end("interrupted", turn.text, turn.usage,
+                                 "Stopped at the panel: that call and the rest of the reply were "
+                                 "not run.")
             if interrupted:
                 self.emit(ev.Interrupt(during="tool"))
                 return self._end("interrupted", turn.text, turn.usage,
@@ -214,7 +245,11 @@ class Loop:
         self, uses: list[dict[str, Any]], failures: _FailureTracker
     ) -> tuple[list[dict[str, Any]], bool]:
         results: list[dict[str, Any]] = []
+        self._reply = _ReplyState()
         for i, use in enumerate(uses):
+            if self._reply.stopped:
+                results.append(self._not_run(use, i, STOPPED_AT_PANEL))
+                continue
             try:
                 result = self._one_call(use, i)
             except _Interrupted as stop:
@@ -257,32 +292,45 @@ class Loop:
         preview = self._preview(call, ctx)
         # The approver and the log each get their own copy of the shown arguments: nothing an
         # approver does to its dict can change what is logged, and neither changes what runs.
+        order = _declared_order(call.tool.schema())
         request = ApprovalRequest(
             call_id=call_id,
             name=call.tool.name,
             effect=call.tool.effect,
-            args=call.shown_args(),
+            args=_in_order(call.shown_args(), order),
             args_hash=call.args_hash,
             preview=preview,
             description=call.tool.description,
             source=call.tool.source,
             extra=dict(call.tool.extra_panel),
+            arg_order=order,
         )
-        decision = self.gate.decide(request)
+        reply = self._reply
+        if (reply.denials and reply.panels >= self.limits.max_panels_after_denial
+                and self.gate.would_ask(request)):
+            reply.held += 1
+            decision: Approved | Denied = Denied(call_id, TOO_MANY_AFTER_DENIAL, by="policy")
+        else:
+            decision = self.gate.decide(request)
+        if decision.by == "user":
+            reply.panels += 1
+            if isinstance(decision, Denied):
+                reply.denials += 1
+                reply.stopped = reply.stopped or decision.stop_turn
         approved = isinstance(decision, Approved)
         reason = None if isinstance(decision, Approved) else decision.reason
         self.emit(ev.Approval(id=call_id, name=call.tool.name, effect=call.tool.effect,
                               decision="approved" if approved else "denied", by=decision.by,
                               args_hash=call.args_hash, reason=reason,
-                              args=call.shown_args(),
+                              args=_in_order(call.shown_args(), order),
                               preview=preview, panel_extra=dict(call.tool.extra_panel)))
         if not approved:
             if decision.by == "user":
                 msg = "The user denied this call."
                 if reason:
                     msg += f" Their reason: {reason}"
-            elif reason and reason.startswith("refused "):
-                msg = f"This call was {reason}."
+            elif reason and reason.startswith(("refused ", "not run: ")):
+                msg = reason if reason.startswith("not run: ") else f"This call was {reason}."
             else:
                 msg = f"This call was refused: {reason}."
             return self._result(call_id, call.tool.name, msg, True, 0.0)
@@ -459,6 +507,18 @@ def _fix_ids(content: list[dict[str, Any]]) -> None:
             block["id"] = fresh
             taken.add(fresh)
         seen.add(block["id"])
+
+
+def _declared_order(schema: dict[str, Any]) -> tuple[str, ...]:
+    """Argument names in the order the tool's schema lists them (pydantic keeps field order)."""
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    return tuple(str(k) for k in props) if isinstance(props, dict) else ()
+
+
+def _in_order(args: dict[str, Any], order: tuple[str, ...]) -> dict[str, Any]:
+    """The same arguments, keyed in the declared order (the log then keeps the panel's order)."""
+    first = {k: args[k] for k in order if k in args}
+    return first | {k: v for k, v in args.items() if k not in first}
 
 
 def _use_id(use: dict[str, Any], index: int) -> str:

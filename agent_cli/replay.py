@@ -217,7 +217,7 @@ class TextView:
     def _approval(self, event: ev.Approval) -> None:
         from rich.text import Text
 
-        from agent_cli.ui.panel import approval_panel
+        from agent_cli.ui.panel import approval_panel, prompt_line
         from agent_cli.ui.safe_rich import safe
 
         if event.by == "recording":
@@ -233,13 +233,14 @@ class TextView:
         request = ApprovalRequest(call_id=event.id, name=event.name, effect=event.effect,
                                   args=args, args_hash=event.args_hash, preview=event.preview,
                                   source=self.sources.get(event.name, ""),
-                                  extra=dict(event.panel_extra))
+                                  extra=dict(event.panel_extra),
+                                  arg_order=tuple(str(k) for k in args))
         self.console.print(approval_panel(request))
         if event.decision == "approved":
             answer = "y"
         else:
             answer = "n" + (f" {event.reason}" if event.reason else "")
-        self.console.print(Text("Run this? [y/N] ") + safe(answer, "bold"))
+        self.console.print(safe(prompt_line(request)) + safe(answer, "bold"))
         if event.decision == "denied":
             self.console.print(Text("Denied.", style="red"))
 
@@ -295,10 +296,10 @@ class MarkdownView:
             case ev.ToolInvalid():
                 w(f"**Invalid call:**\n\n{_fence(sanitize(event.reason), 'text')}\n")
             case ev.Approval():
-                line = f"**Decision:** {event.decision} by {event.by}"
+                line = f"**Decision:** {_md_inline(event.decision)} by {_md_inline(event.by)}"
                 if event.reason:
                     line += f", reason: {_md_inline(event.reason)}"
-                w(line + f" (args sha256 {event.args_hash[:16]})\n\n")
+                w(line + f" (args sha256 {_md_inline(event.args_hash[:16])})\n\n")
                 if event.preview:
                     w(f"Preview shown:\n\n{_fence(sanitize(event.preview), 'diff')}\n")
             case ev.ToolStarted():

@@ -264,10 +264,10 @@ def print_rerun_report(report: RerunReport, console: Console) -> None:
     for w in report.warnings:
         console.print(safe(f"warning: {w}", "yellow"))
     if not report.drift:
-        console.print(Text(f"No drift: all {report.calls} call results match the recording.",
+        console.print(Text(f"No drift: all {report.calls:d} call results match the recording.",
                            style="green"))
     else:
-        table = Table(title=f"Drift: {len(report.drift)} call(s) differ from the recording",
+        table = Table(title=f"Drift: {len(report.drift):d} call(s) differ from the recording",
                       title_justify="left")
         table.add_column("call", overflow="fold")
         table.add_column("tool")
@@ -275,7 +275,7 @@ def print_rerun_report(report: RerunReport, console: Console) -> None:
         table.add_column("recorded", overflow="fold")
         table.add_column("now", overflow="fold")
         for d in report.drift:
-            table.add_row(safe(d.call_id), safe(d.tool), d.what,
+            table.add_row(safe(d.call_id), safe(d.tool), safe(d.what),
                           safe(one_line(d.recorded, 160)), safe(one_line(d.now, 160)))
         console.print(table)
     if report.log_path is not None:

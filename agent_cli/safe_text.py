@@ -18,6 +18,17 @@ purpose: the UI must render the result with ``rich.text.Text`` (or
 ``Text.append``), which never parses markup or emoji codes. Never pass the
 output to ``console.print(str)`` or ``Text.from_markup``.
 
+The output boundary. Text from outside the program reaches a Rich console
+only as a :class:`Safe` (made here, by sanitising) or as the Rich ``Text``
+that ``agent_cli.ui.safe_rich`` builds from one; tests/test_output_boundary.py
+walks every module that imports Rich and fails on any other value handed to
+``Console.print``, ``Text(...)``, ``Text.append``, ``Table.add_row``,
+``Panel(title=...)`` and the like. For a new UI module::
+
+    from agent_cli.ui.safe_rich import safe, safe_line
+    console.print(safe(model_text, "dim"))            # multi-line, tokens styled
+    table.add_row("server", safe_line(name, 60))      # one line, cut counted
+
 This module is stdlib-only and imports nothing from the UI, so the core loop
 can use it and start-up stays fast. Every function is linear time: one regex
 scan finds the characters of interest, the rest is slicing and ``"".join``.
@@ -31,7 +42,9 @@ from dataclasses import dataclass
 
 __all__ = [
     "Findings",
+    "Safe",
     "Segment",
+    "is_blank",
     "one_line",
     "one_line_segments",
     "sanitize",
@@ -60,8 +73,11 @@ _HIDDEN_CLASS = (
     "\\U000e0000-\\U000e007f\\U000e0100-\\U000e01ef"
 )
 
-# Horizontal blank characters that make up padding.
-_BLANK_CLASS = " \\t\\xa0\\u1680\\u2000-\\u200a\\u202f\\u205f\\u3000"
+# Horizontal blank characters that make up padding: every Zs space, plus characters of other
+# categories that most terminal fonts draw as nothing (U+2800 BRAILLE PATTERN BLANK is a "symbol",
+# yet renders as an empty cell). Hangul fillers (U+115F, U+1160, U+3164, U+FFA0) are hidden
+# characters above, so they become tokens instead.
+_BLANK_CLASS = " \\t\\xa0\\u1680\\u2000-\\u200a\\u202f\\u205f\\u2800\\u3000"
 
 _PAD_MIN_RUN = 16  # a run of this many blanks after text in a line is collapsed
 _INDENT_MIN_RUN = 64  # leading indentation is code's structure: only absurd runs
@@ -258,6 +274,14 @@ def _merge(pieces: Iterator[tuple[str, bool]]) -> list[Segment]:
     return result
 
 
+_ALL_BLANK = re.compile(f"[{_BLANK_CLASS}\\r]*")
+
+
+def is_blank(text: str) -> bool:
+    """True when `text` draws as nothing but blank cells (spaces, U+3000, U+2800 and the like)."""
+    return _ALL_BLANK.fullmatch(text) is not None
+
+
 def segments(text: str, *, collapse_padding: bool = True) -> list[Segment]:
     """Split ``text`` into plain and token segments, for styled rendering.
 
@@ -333,3 +357,59 @@ def one_line(text: str, limit: int | None = None) -> str:
     if limit is None:
         return sanitize(text).translate(_BREAK_TOKENS)
     return "".join(seg.text for seg in one_line_segments(text, limit))
+
+
+class Safe:
+    """Text from outside the program after the sanitiser: the only form in which such text may
+    travel to a terminal. There is no way to make one without sanitising (the constructor runs
+    the sanitiser; a ``Safe`` passed in is kept as it is), so holding a ``Safe`` proves it.
+
+    ``line=True`` gives the one-line form (names, ids, paths: line breaks and tabs are tokens
+    too) and ``limit`` cuts it with the cut counted, as :func:`one_line` does.
+    """
+
+    __slots__ = ("_segments",)
+    _segments: tuple[Segment, ...]
+
+    def __init__(self, text: str | Safe, *, line: bool = False, limit: int | None = None,
+                 collapse_padding: bool = True) -> None:
+        parts: tuple[Segment, ...]
+        if isinstance(text, Safe):
+            parts = text._segments
+            if line:  # keep it on one line: its own line breaks become tokens too
+                parts = tuple(_merge(p for seg in parts for p in (
+                    [(seg.text, True)] if seg.token else _break_tokens(seg.text))))
+        elif line or limit is not None:
+            parts = tuple(one_line_segments(str(text), limit))
+        else:
+            parts = tuple(segments(str(text), collapse_padding=collapse_padding))
+        self._segments = parts
+
+    @property
+    def segments(self) -> tuple[Segment, ...]:
+        """The plain and token pieces, in order, for styled rendering."""
+        return self._segments
+
+    @property
+    def plain(self) -> str:
+        """The sanitised text as one string (tokens and plain text joined)."""
+        return "".join(seg.text for seg in self._segments)
+
+    def __str__(self) -> str:
+        return self.plain
+
+    def __repr__(self) -> str:
+        return f"Safe({self.plain!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Safe) and other._segments == self._segments
+
+    def __hash__(self) -> int:
+        return hash(self._segments)
+
+    def __add__(self, other: Safe) -> Safe:
+        if not isinstance(other, Safe):
+            return NotImplemented
+        joined = Safe("")
+        joined._segments = self._segments + other._segments
+        return joined

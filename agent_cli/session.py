@@ -69,6 +69,7 @@ def limits_of(settings: Settings) -> Limits:
     return Limits(max_turns=settings.max_turns, max_tokens=settings.max_tokens,
                   tool_timeout_s=settings.tool_timeout_s, output_cap=settings.output_cap,
                   repeat_failures=settings.repeat_failures,
+                  max_panels_after_denial=settings.max_panels_after_denial,
                   max_read_bytes=settings.max_read_bytes)
 
 

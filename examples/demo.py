@@ -39,7 +39,7 @@ REQUEST = "Summarise README.txt into notes.txt, then check 24 x 17."
 # What the demo waits for on screen. Matching ignores escape sequences and all whitespace, so
 # line wrapping at any terminal width does not matter.
 PROMPT = "›"
-ASK = "Run this? [y/N]"
+ASK = "? [y/N]"  # the question restates the call: `Run write_file on notes.txt (CREATE...)? [y/N]`
 FINAL = "That is the whole demo"
 
 _ANSI = re.compile(rb"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")

@@ -56,7 +56,7 @@ def test_demo_interactive_hands_the_panel_to_the_person(tmp_path: Path) -> None:
                                            str(out_dir)],
                           dimensions=(40, 120), timeout=30, cwd=str(tmp_path))
     try:
-        child.expect(rb"Run this\? \[y/N\]")
+        child.expect(rb"Run .*\? \[y/N\]")
         child.send(b"n not today\r")  # the person's own answer, not the demo's
         child.expect(b"whole demo")
         child.expect("›".encode())

@@ -846,10 +846,10 @@ def test_usage_adds_up_over_the_turn(workspace: Path) -> None:
 @pytest.mark.parametrize(
     ("answer", "expected"),
     [("y", (True, None)), (" Yes ", (True, None)), ("", (False, None)), ("n", (False, None)),
-     ("no", (False, None)), ("nope", (False, None)), ("not now", (False, None)),
-     ("yes please", (False, None)), ("n use ./tmp", (False, "use ./tmp")),
+     ("no", (False, None)), ("nope", (False, "nope")), ("not now", (False, "not now")),
+     ("yes please", (False, "yes please")), ("n use ./tmp", (False, "use ./tmp")),
      ("no, use ./tmp", (False, "use ./tmp")), ("N: too big", (False, "too big")),
-     ("no-go", (False, None))],
+     ("no-go", (False, "no-go")), ("q", (False, None))],
 )
 def test_parse_answer(answer: str, expected: tuple[bool, str | None]) -> None:
     from agent_cli.approval import parse_answer

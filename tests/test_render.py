@@ -310,3 +310,74 @@ def test_long_invalid_call_reason_is_clipped_with_a_count() -> None:
     assert len(out) < NOTE_CHARS * 2
     hidden = len("multiply: " + reason) - NOTE_CHARS
     assert f"+{hidden} characters; the full text is in the log" in " ".join(out.split())
+
+
+# -- the panel that cannot hide --------------------------------------------------------------------
+
+CANONICAL_CREATE = """\
+╭─ Approve call toolu_1 ───────────────────────────────────╮
+│ tool    write_file                                       │
+│ effect  write                                            │
+│ path    notes.txt                                        │
+│ content (shown once, as the diff below: 2 lines)         │
+│ preview                                                  │
+│ CREATE new file notes.txt (12 bytes)                     │
+│ --- /dev/null                                            │
+│ +++ b/notes.txt                                          │
+│ @@ -0,0 +1,2 @@                                          │
+│ +hello                                                   │
+│ +world                                                   │
+╰──────────────────────────────────────────────────────────╯
+"""
+
+
+def _create_request() -> ApprovalRequest:
+    args = {"content": "hello\nworld\n", "path": "notes.txt"}
+    preview = ("CREATE new file notes.txt (12 bytes)\n--- /dev/null\n+++ b/notes.txt\n"
+               "@@ -0,0 +1,2 @@\n+hello\n+world\n")
+    return ApprovalRequest(call_id="toolu_1", name="write_file", effect="write", args=args,
+                           args_hash=sha256_json(args), preview=preview,
+                           arg_order=("path", "content"))
+
+
+def test_canonical_create_panel_exactly() -> None:
+    c = Console(file=io.StringIO(), width=60, color_system=None)
+    c.print(approval_panel(_create_request()))
+    assert c.file.getvalue() == CANONICAL_CREATE  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(("args", "preview", "question"), [
+    ({"path": "notes.txt", "content": "a\n" * 2000}, "CREATE new file notes.txt\n",
+     "Run write_file on notes.txt (CREATE, 2,000 lines)? [y/N] "),
+    ({"path": "n\x1bx.txt", "content": ""}, "OVERWRITE existing file\n",
+     "Run write_file on n\\x1bx.txt (OVERWRITE, 0 lines)? [y/N] "),
+    ({"command": ["git", "status"]}, None, "Run write_file `git status`? [y/N] "),
+    ({"command": "x" * 100}, None, "Run write_file `" + "x" * 60 + "…(+40 chars)`? [y/N] "),
+    ({}, None, "Run write_file? [y/N] "),
+])
+def test_the_question_restates_the_call(args: dict[str, Any], preview: str | None,
+                                        question: str) -> None:
+    from agent_cli.ui.panel import prompt_line
+
+    assert prompt_line(request(args, preview=preview)) == question
+
+
+@pytest.mark.parametrize(("typed", "kind", "reason", "note"), [
+    ("y", "approve", None, None), (" YES ", "approve", None, None), ("", "deny", None, None),
+    ("n", "deny", None, None), ("n use ./tmp", "deny", "use ./tmp", None),
+    ("ok", "deny", "ok", "only y or yes approves"),
+    ("yes please", "deny", "yes please", "only y or yes approves"),
+    ("q", "stop", None, None), ("QUIT", "stop", None, None), ("\x1b", "stop", None, None),
+    ("\x1b[A", "deny", "\x1b[A", "only y or yes approves"),
+])
+def test_read_answer(typed: str, kind: str, reason: str | None, note: str | None) -> None:
+    from agent_cli.approval import read_answer
+
+    a = read_answer(typed)
+    assert (a.kind, a.reason, a.note) == (kind, reason, note)
+
+
+def test_key_column_is_capped_so_values_keep_two_thirds() -> None:
+    from agent_cli.ui.panel import key_width
+
+    assert key_width(40) == 12 and key_width(80) == 24 and key_width(200) == 24

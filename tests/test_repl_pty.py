@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parent.parent
 PROMPT = "›".encode()
 PASTE_ON = re.escape(b"\x1b[?2004h")
 PASTE_OFF = re.escape(b"\x1b[?2004l")
-ASK = rb"Run this\? \[y/N\]"
+ASK = rb"Run [^\r\n]*\? \[y/N\]"
 TIMEOUT = 20
 
 SLOW_PLUGIN = '''
@@ -208,8 +208,8 @@ def test_yes_runs_the_write_shown_escaped(spawn: Any, workspace: Path) -> None:
         (b"n use tmp/ instead\r", None, "use tmp/ instead"),
         (b"n\r", b"use tmp/ instead\r", "use tmp/ instead"),
         (b"\r", None, None),  # Enter alone denies
-        (b"sure\r", None, None),  # anything but y/yes denies
-        (b"\x03", None, None),  # Ctrl-C denies
+        (b"sure\r", None, "sure"),  # anything but y/yes denies; the word is the reason
+        (b"\x03", None, "the user stopped the turn at the panel"),  # Ctrl-C denies, ends turn
         (b"\x04", None, None),  # EOF denies
     ],
     ids=["inline-reason", "follow-up-reason", "enter", "other-word", "ctrl-c", "ctrl-d"],
@@ -227,7 +227,8 @@ def test_anything_but_yes_denies(spawn: Any, workspace: Path, keys: bytes,
         chat.expect(b"Reason \\(optional\\):")
         chat.child.send(follow_up)
     chat.expect(b"Denied")
-    chat.expect(b"Understood, not writing.")  # the turn goes on after a denial
+    if keys != b"\x03":  # Ctrl-C at a panel ends the turn; any other denial goes on
+        chat.expect(b"Understood, not writing.")
     chat.prompt()
     assert chat.quit() == 0
 
@@ -243,7 +244,7 @@ def test_anything_but_yes_denies(spawn: Any, workspace: Path, keys: bytes,
     assert "denied" in result["content"]
     if reason:  # what the model gets back in the next request
         assert reason in result["content"]
-    assert len(of_type(events, "model_reply")) == 2
+    assert len(of_type(events, "model_reply")) == (1 if keys == b"\x03" else 2)
 
 
 def test_keys_typed_with_the_message_do_not_answer_the_panel(spawn: Any,

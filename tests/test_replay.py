@@ -93,7 +93,7 @@ def replay_text(log: Path, **kw: Any) -> str:
     return out
 
 
-REPLAY_ONLY = re.compile(r"^(› |Run this\? \[y/N\] |\(session ended|replay of |agent-cli · )")
+REPLAY_ONLY = re.compile(r"^(› |Run .*\? \[y/N\] |\(session ended|replay of |agent-cli · )")
 
 
 def test_replay_shows_what_the_live_terminal_showed(tmp_path: Path) -> None:
@@ -114,7 +114,7 @@ def test_replay_shows_what_the_live_terminal_showed(tmp_path: Path) -> None:
     assert kept == recorded_console.splitlines()
     # what replay adds: the prompts as typed and the answer given at each panel
     assert "› summarise notes.txt into summary.txt" in shown
-    assert "Run this? [y/N] y" in shown
+    assert "Run write_file on summary.txt (CREATE, 1 line)? [y/N] y" in shown
     assert "CREATE new file summary.txt" in shown  # the preview, as the panel showed it
     assert "\x1b" not in shown and "\\x1b[31m" in shown  # escapes stay visible tokens
 
@@ -122,7 +122,7 @@ def test_replay_shows_what_the_live_terminal_showed(tmp_path: Path) -> None:
 def test_recorded_session_replays_with_panels_decisions_and_results() -> None:
     shown = replay_text(DATA / "session_edit.jsonl")
     assert shown.count("Approve call") == 2
-    assert "Run this? [y/N] y" in shown and "Run this? [y/N] n keep my notes" in shown
+    assert "? [y/N] y" in shown and "? [y/N] n keep my notes" in shown
     assert "Denied." in shown
     assert "→ read_file" in shown and "✓ alpha" in shown
     assert "42" in shown and "[bold]not markup[/bold]" in shown

@@ -284,3 +284,28 @@ def test_huge_inputs_are_handled_in_one_pass() -> None:
     assert sanitize("\n" * 5_000_000) == "\n⟨… 4999999 blank lines …⟩\n"
     assert sanitize(" " * 5_000_000) == "⟨… 5000000 spaces …⟩"
     assert scan(ESC * 1_000_000).controls == 1_000_000
+
+
+# -- the boundary type ---------------------------------------------------------------------------
+
+def test_safe_is_made_only_by_sanitising() -> None:
+    from agent_cli.safe_text import Safe
+
+    s = Safe("a\x1b[2Jb\u202ec")
+    assert s.plain == "a\\x1b[2Jb<U+202E>c"
+    assert [seg.token for seg in s.segments] == [False, True, False, True, False]
+    assert Safe(s) == s  # a Safe is kept as it is, not sanitised twice
+    assert str(Safe("x\ny", line=True)) == "x\\ny"
+    assert str(Safe(Safe("x\ny"), line=True)) == "x\\ny"
+    assert str(Safe("a" * 50, limit=10)) == "a" * 10 + "…(+40 chars)"
+    assert (Safe("a\x07") + Safe("b")).plain == "a\\x07b"
+
+
+def test_braille_blank_padding_is_collapsed_like_spaces() -> None:
+    from agent_cli.safe_text import is_blank
+
+    text = "rm" + "\u2800" * 200 + "-rf ~"
+    assert sanitize(text) == "rm⟨… 200 blank characters …⟩-rf ~"
+    assert scan(text).padding_runs == 1
+    assert is_blank("\u2800 \u3000\u2007") and not is_blank("\u2800x")
+    assert sanitize("a\n" + "\u2800\n" * 6 + "b") == "a\n⟨… 6 blank lines …⟩\nb"

@@ -85,9 +85,9 @@ def register(app: typer.Typer) -> None:
         for s in sessions:
             started = time.strftime("%Y-%m-%d %H:%M", time.gmtime(s.started)) if s.started \
                 else "?"
-            table.add_row(started, safe(one_line(s.workspace)),
-                          safe(one_line(s.first_prompt, 60)), str(s.calls), str(s.approved),
-                          str(s.denied), safe(s.path.name))
+            table.add_row(safe(started), safe(one_line(s.workspace)),
+                          safe(one_line(s.first_prompt, 60)), f"{s.calls:d}", f"{s.approved:d}",
+                          f"{s.denied:d}", safe(s.path.name))
         console.print(table)
 
     app.add_typer(log_app, name="log")

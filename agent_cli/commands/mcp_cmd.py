@@ -32,17 +32,17 @@ def render_status(snapshot: list[dict[str, Any]]) -> "RenderableType":
     from rich.text import Text
 
     from agent_cli.safe_text import one_line
-    from agent_cli.ui.safe_rich import safe
+    from agent_cli.ui.safe_rich import safe, safe_line
 
-    parts: list[RenderableType] = []
+    parts: list[Text | Table] = []
     for srv in snapshot:
         head = Text.assemble(safe(one_line(srv["name"]), "bold"), "  ",
-                             (srv["state"], STATE_STYLE.get(srv["state"], "")), "  ",
-                             ("trusted" if srv["trusted"] else "untrusted",
-                              "yellow" if srv["trusted"] else "dim"),
-                             (f"  mode {srv['mode']}", "dim"))
+                             safe_line(srv["state"], 40, STATE_STYLE.get(srv["state"], "")),
+                             "  ", ("trusted" if srv["trusted"] else "untrusted",
+                                    "yellow" if srv["trusted"] else "dim"),
+                             safe_line(f"  mode {srv['mode']}", 60, "dim"))
         if srv["protocol"]:
-            head.append(f"  protocol {srv['protocol']}", style="dim")
+            head.append_text(safe_line(f"  protocol {srv['protocol']}", 60, "dim"))
         if srv["info"]:
             head.append("  ")
             head.append_text(safe(one_line(srv["info"], 60), "dim"))
@@ -64,15 +64,15 @@ def render_status(snapshot: list[dict[str, Any]]) -> "RenderableType":
             table.add_column("server says", overflow="fold")
             for tool in srv["tools"]:
                 table.add_row(safe(one_line(tool["name"])),
-                              Text(tool["effect"], style="green" if tool["effect"] == "read"
-                                   else "red"),
-                              Text(tool["status"], style=STATUS_STYLE.get(tool["status"], "")),
+                              safe_line(tool["effect"], 20, "green" if tool["effect"] == "read"
+                                        else "red"),
+                              safe_line(tool["status"], 20, STATUS_STYLE.get(tool["status"], "")),
                               safe(tool["claims"], "italic"))
             parts.append(table)
             for tool in srv["tools"]:
                 for why in tool["why"]:
-                    parts.append(Text(f"    {tool['status']} {tool['name']}: ", style="yellow")
-                                 + safe(one_line(why, 400)))
+                    parts.append(safe_line(f"    {tool['status']} {tool['name']}: ", None,
+                                           "yellow") + safe(one_line(why, 400)))
         parts.append(Text(""))
     if any(t["status"] == "held" for s in snapshot for t in s["tools"]):
         parts.append(Text("Held tools changed since you first used their server; review the "
@@ -107,15 +107,15 @@ def _accept_in_session(session: "Session", hub: "MCPHub", name: str) -> "Rendera
     from agent_cli.ui.safe_rich import safe
 
     if name not in hub.servers:
-        return Text("No MCP server named ", style="yellow") + safe(name) + Text(
-            f"; configured: {', '.join(hub.servers) or '(none)'}.", style="yellow")
+        return Text("No MCP server named ", style="yellow") + safe(name) + safe(
+            f"; configured: {', '.join(hub.servers) or '(none)'}.", "yellow")
     held = hub.held(name)
     if not held:
-        return Text(f"Nothing to accept: no tool of {name} is held.", style="dim")
+        return safe(f"Nothing to accept: no tool of {name} is held.", "dim")
     accepted = hub.accept(name)
     hub.sync()
-    lines = Text(f"Accepted the current definitions of {len(accepted)} tool(s) from {name}; "
-                 "they are offered to the model again:\n", style="green")
+    lines = safe(f"Accepted the current definitions of {len(accepted)} tool(s) from {name}; "
+                 "they are offered to the model again:\n", "green")
     for remote, changes in held.items():
         lines.append_text(safe(f"  {remote}: {'; '.join(changes)}\n"))
     return lines
@@ -195,11 +195,12 @@ def register(app: typer.Typer) -> None:
                 defs = {e.remote: e.definition for e in st.tools.values()
                         if e.status != "refused"}
                 hub.pins.accept(name, defs)
-                console.print(f"Pinned {len(defs)} tool definition(s) of {name} (first use).")
+                console.print(safe(f"Pinned {len(defs)} tool definition(s) of {name} (first "
+                                   "use)."))
                 raise typer.Exit(EXIT_OK)
             held = hub.held(name)
             if not held:
-                console.print(f"Nothing to accept: every tool of {name} matches its pin.")
+                console.print(safe(f"Nothing to accept: every tool of {name} matches its pin."))
                 raise typer.Exit(EXIT_OK)
             for remote, changes in held.items():
                 console.print(Text("changed ", style="bold yellow") + safe(remote, "bold"))
@@ -215,7 +216,7 @@ def register(app: typer.Typer) -> None:
                     console.print("Not accepted; those tools stay out.")
                     raise typer.Exit(EXIT_FAILED)
             accepted = hub.accept(name)
-            console.print(f"Accepted {len(accepted)} tool definition(s) of {name}.")
+            console.print(safe(f"Accepted {len(accepted)} tool definition(s) of {name}."))
         finally:
             hub.close()
 

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.text import Text
 
 from agent_cli import events as ev
-from agent_cli.ui.safe_rich import safe
+from agent_cli.ui.safe_rich import safe, safe_line
 
 RESULT_PREVIEW_LINES = 6
 NOTE_CHARS = 2000
@@ -79,7 +79,8 @@ class Renderer:
                 c.print(safe(event.message, "bold red"))
             case ev.Interrupt():
                 self._end_stream()
-                c.print(Text(f"Interrupted ({event.during}).", style="yellow"))
+                c.print(Text("Interrupted (", style="yellow")
+                        + safe_line(event.during, 40, "yellow") + Text(").", style="yellow"))
             case ev.TurnEnd():
                 self._end_stream()
                 if event.message and event.reason != "error":
@@ -96,7 +97,7 @@ class Renderer:
         body = safe(head, "red" if event.is_error else "dim")
         self.console.print(mark + body)
         if len(lines) > RESULT_PREVIEW_LINES:
-            self.console.print(Text(f"    (+{len(lines) - RESULT_PREVIEW_LINES} more lines, "
+            self.console.print(Text(f"    (+{len(lines) - RESULT_PREVIEW_LINES:,} more lines, "
                                     f"{event.duration:.2f} s)", style="dim"))
 
 

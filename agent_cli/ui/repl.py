@@ -12,14 +12,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Console, RenderableType
+from rich.console import Console, ConsoleRenderable, RenderableType, RichCast
 from rich.table import Table
 from rich.text import Text
 
 from agent_cli import events as ev
 from agent_cli.errors import AgentError
 from agent_cli.safe_text import one_line
-from agent_cli.ui.safe_rich import safe
+from agent_cli.ui.safe_rich import safe, safe_line
 
 if TYPE_CHECKING:
     from prompt_toolkit.history import History
@@ -68,7 +68,7 @@ def cmd_help(session: Session, arg: str) -> RenderableType:
     """This text: keys and commands.
 
     So nobody has to guess how to type a newline or how to deny a call."""
-    return Text(help_text())
+    return safe(help_text())
 
 
 def cmd_tools(session: Session, arg: str) -> RenderableType:
@@ -80,7 +80,7 @@ def cmd_tools(session: Session, arg: str) -> RenderableType:
     table.add_column("effect", no_wrap=True)
     table.add_column("description", overflow="fold")
     for tool in session.registry:
-        effect = Text(tool.effect, style="green" if tool.effect == "read" else "red")
+        effect = safe_line(tool.effect, 20, "green" if tool.effect == "read" else "red")
         table.add_row(safe(tool.name), effect, safe(one_line(tool.description, 200)))
     if len(session.registry) == 0:
         return Text("No tools are loaded.", style="yellow")
@@ -179,8 +179,16 @@ def dispatch(session: Session, line: str) -> RenderableType | object | None:
     if fn is None:
         known = " ".join(sorted(k for k in COMMANDS if k != "/quit"))
         return Text.assemble(("Unknown command ", "yellow"), safe(one_line(name, 40), "yellow"),
-                             (f". Commands: {known}", "yellow"))
+                             safe(f". Commands: {known}", "yellow"))
     return fn(session, arg.strip())
+
+
+def as_shown(out: object) -> Text | ConsoleRenderable | RichCast:
+    """A command's result for the console: a Rich object (built here, so its text went through
+    the sanitiser where it was built) as it is; a bare string or anything else sanitised."""
+    if isinstance(out, ConsoleRenderable | RichCast) and not isinstance(out, str):
+        return out
+    return safe(str(out))
 
 
 def open_history(history_file: Path) -> History:
@@ -283,7 +291,7 @@ def run_repl(session: Session, console: Console, read: Callable[[], str]) -> Non
             if out is EXIT:
                 break
             if out is not None:
-                console.print(out)
+                console.print(as_shown(out))
             continue
         answered.ids.clear()
         try:

@@ -31,10 +31,13 @@ from agent_cli.session import Session, load_registry
 from agent_cli.session_log import read_events
 from agent_cli.tools.loader import LoadReport
 from agent_cli.tools.registry import Registry
-from agent_cli.ui.panel import TerminalApprover
+from agent_cli.ui.panel import PROMPT_RE, TerminalApprover
 from agent_cli.ui.render import Renderer
 
-ASK = "Run this? [y/N] "
+ASK = PROMPT_RE
+"""The question of every panel: `Run write_file on notes.txt (CREATE)? [y/N] `."""
+PAGE = "-- more ("
+"""The prompt between pages of a panel taller than the terminal."""
 WARNING = "Hidden or control characters are shown as highlighted tokens"
 
 # Hostile strings, by what they try to do to a terminal or a reader. Shared by several families.
@@ -130,14 +133,19 @@ Answer = str | BaseException | type[BaseException]
 
 class ScriptedInput:
     """The person at the keyboard: answers each prompt from a list (a string is typed, an
-    exception is raised as EOF or Ctrl-C would be). Records every prompt it was shown."""
+    exception is raised as EOF or Ctrl-C would be). Records every prompt it was shown. Between
+    the pages of a tall panel it presses Enter by itself unless `pages=True` (then the answers
+    list covers those prompts too)."""
 
-    def __init__(self, answers: Iterable[Answer]) -> None:
+    def __init__(self, answers: Iterable[Answer], *, pages: bool = False) -> None:
         self.answers = list(answers)
         self.prompts: list[str] = []
+        self.pages = pages
 
     def __call__(self, message: str) -> str:
         self.prompts.append(message)
+        if message.startswith(PAGE) and not self.pages:
+            return ""
         if not self.answers:
             return ""  # a bare Enter: denies
         item = self.answers.pop(0)
@@ -147,7 +155,7 @@ class ScriptedInput:
 
     @property
     def panels(self) -> int:
-        return sum(1 for p in self.prompts if p == ASK)
+        return sum(1 for p in self.prompts if ASK.match(p))
 
 
 @dataclass

@@ -142,10 +142,10 @@ ANSWERS: list[tuple[str, Answer, bool]] = [
                          ids=[n for n, _, _ in ANSWERS])
 def test_only_y_or_yes_approves(harness: Harness, answer: Answer, approves: bool) -> None:
     o = harness.run([calls(use("write_file", OUT)), done()], [answer, "", ""])
-    assert ASK in o.input.prompts
+    assert any(ASK.match(p) for p in o.input.prompts)
     assert o.panels == 1
     assert_terminal_clean(o.terminal)
-    [result] = o.sent_back(1)
+    [result] = o.results()  # Ctrl-C ends the turn: no second request carries it
     [approval] = o.logged(ev.Approval)
     assert approval.by == "user"
     if approves:
@@ -309,7 +309,7 @@ def test_keys_typed_ahead_are_discarded_before_the_prompt(
         read_lines: list[str] = []
 
         def person(message: str) -> str:
-            if message != ASK:
+            if not ASK.match(message):
                 return ""
             os.write(master, b"n\n")  # what the person types once the prompt is visible
             ready, _, _ = select.select([slave], [], [], 5)

@@ -14,6 +14,8 @@ import pytest
 from agent_cli import events as ev
 
 from .conftest import (
+    ASK,
+    PAGE,
     WARNING,
     Harness,
     assert_terminal_clean,
@@ -116,21 +118,22 @@ TALL: dict[str, tuple[str, dict[str, Any]]] = {
 
 
 @pytest.mark.parametrize("name", list(TALL))
-def test_panel_taller_than_the_screen_says_so_at_the_prompt(harness: Harness, name: str) -> None:
-    """Non-blank filler is not collapsed, so the start of a long value scrolls off the screen.
-    The last screenful before the prompt must then say that the panel is taller than the
-    screen, and how big each long argument is, so the person knows to scroll up (or says no)."""
+def test_panel_taller_than_the_screen_is_paged_and_asked_after_its_end(harness: Harness,
+                                                                       name: str) -> None:
+    """Non-blank filler is not collapsed, so a long value makes the panel taller than the
+    terminal. It is then shown a page at a time; the question comes only after the panel's last
+    line, and it restates the call, because the head (tool, path, CREATE) has scrolled away."""
     tool, args = TALL[name]
     o = harness.run([calls(use(tool, args)), done()], [""])
     assert o.panels == 1
     assert_terminal_clean(o.terminal)
-    before_prompt = o.shown.split("Denied.")[0].rstrip("\n").split("\n")
-    last_screen = "\n".join(before_prompt[-20:])
-    assert "scroll up" in last_screen, last_screen
-    big = max(args, key=lambda k: len(str(args[k])))
-    value = str(args[big])
-    lines = value.count("\n") + 1
-    assert f"{big}: {len(value):,} characters, {lines:,} line" in last_screen
+    pages = [p for p in o.input.prompts if p.startswith(PAGE)]
+    assert pages, "a panel taller than the terminal is shown a page at a time"
+    assert "taller than the terminal" in o.shown
+    question = o.input.prompts[-1]
+    assert ASK.match(question) and f"Run {tool} " in question
+    # the panel's bottom border was written before the question was asked
+    assert o.shown.split("Denied.")[0].rstrip().endswith("╯")
     assert o.sent_back(1)[0]["is_error"] is True
     assert o.disk_changes() == {}
 
@@ -138,4 +141,5 @@ def test_panel_taller_than_the_screen_says_so_at_the_prompt(harness: Harness, na
 def test_short_panel_has_no_scroll_note(harness: Harness) -> None:
     o = harness.run([calls(use("write_file", {"path": "a.txt", "content": "x\n" * 3})),
                      done()], [""])
-    assert "scroll up" not in o.shown
+    assert "taller than the terminal" not in o.shown
+    assert not [p for p in o.input.prompts if p.startswith(PAGE)]

@@ -162,7 +162,8 @@ def test_many_write_calls_in_one_reply_each_get_a_panel_and_one_result(harness: 
     n = 150
     uses = [use("write_file", {"path": f"f{i}.txt", "content": "x"}, f"toolu_{i}")
             for i in range(n)]
-    o = harness.run([calls(*uses), done()], ["y" if i == 7 else "" for i in range(n)])
+    o = harness.run([calls(*uses), done()], ["y" if i == 7 else "" for i in range(n)],
+                    settings={"max_panels_after_denial": n})
     assert o.panels == n
     results = o.sent_back(1)
     assert [r["tool_use_id"] for r in results] == [f"toolu_{i}" for i in range(n)]

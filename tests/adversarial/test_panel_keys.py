@@ -1,0 +1,129 @@
+"""Family: keys at the panel, in a real pseudo-terminal (issue 11 items 3 and 11).
+
+`agent-cli chat` runs under pexpect with a scripted model; the keys are sent as a terminal sends
+them. The approval answer is read by a fresh line editor each time: Up-arrow must not bring back
+the `y` typed at the previous panel; Esc stops the reply; a panel taller than the terminal asks
+its question only after its last page.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pexpect = pytest.importorskip("pexpect")
+
+pytestmark = pytest.mark.pty
+
+REPO = Path(__file__).resolve().parent.parent.parent
+ASK = rb"Run [^\r\n]*\? \[y/N\]"
+PAGE = rb"-- more \("
+PROMPT = "›".encode()
+TIMEOUT = 60
+
+
+def _write(call_id: str, path: str, content: str) -> dict[str, Any]:
+    return {"type": "tool_use", "id": call_id, "name": "write_file",
+            "input": {"path": path, "content": content}}
+
+
+def _reply(*uses: dict[str, Any]) -> dict[str, Any]:
+    return {"content": list(uses), "stop_reason": "tool_use"}
+
+
+def _text(t: str) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": t}], "stop_reason": "end_turn"}
+
+
+@pytest.fixture
+def chat(tmp_path: Path) -> Iterator[Any]:
+    children: list[Any] = []
+
+    def start(replies: list[dict[str, Any]], rows: int = 40) -> tuple[Any, Path]:
+        ws = tmp_path / "ws"
+        ws.mkdir(exist_ok=True)
+        script = tmp_path / "script.json"
+        script.write_text(json.dumps(replies), encoding="utf-8")
+        env = dict(os.environ)
+        env.update(PROMPT_TOOLKIT_NO_CPR="1", TERM="xterm-256color", PYTHONUNBUFFERED="1")
+        child = pexpect.spawn(sys.executable, ["-m", "agent_cli", "chat", "--script",
+                                               str(script), "--workspace", str(ws)],
+                              env=env, cwd=str(REPO), dimensions=(rows, 100), timeout=TIMEOUT)
+        children.append(child)
+        child.expect(PROMPT)
+        return child, ws
+
+    yield start
+    for child in children:
+        if child.isalive():
+            child.terminate(force=True)
+
+
+def _events() -> list[dict[str, Any]]:
+    folder = Path(os.environ["AGENT_CLI_HOME"]) / "sessions"
+    [log] = sorted(folder.glob("*.jsonl"))
+    return [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+
+
+def _quit(child: Any) -> None:
+    child.expect(PROMPT)
+    child.send(b"\x04")
+    child.expect(pexpect.EOF)
+    child.close()
+
+
+def test_up_arrow_at_the_second_panel_does_not_recall_yes(chat: Any) -> None:
+    child, ws = chat([_reply(_write("toolu_a", "a.txt", "first\n"),
+                             _write("toolu_b", "b.txt", "second\n")), _text("done")])
+    child.send(b"write both\r")
+    child.expect(ASK)
+    child.send(b"y\r")
+    child.expect(ASK)
+    child.send(b"\x1b[A")  # Up: with a shared history this brought back the y
+    child.send(b"\r")
+    child.expect(b"Denied")
+    _quit(child)
+    assert (ws / "a.txt").read_text() == "first\n"
+    assert not (ws / "b.txt").exists()
+    approvals = [e for e in _events() if e["type"] == "approval"]
+    assert [a["decision"] for a in approvals] == ["approved", "denied"]
+
+
+def test_esc_at_a_panel_denies_the_rest_of_the_reply(chat: Any) -> None:
+    child, ws = chat([_reply(_write("toolu_a", "a.txt", "1"), _write("toolu_b", "b.txt", "2"),
+                             _write("toolu_c", "c.txt", "3")), _text("never asked for")])
+    child.send(b"write three\r")
+    child.expect(ASK)
+    child.send(b"\x1b")
+    child.expect(b"the rest of this reply")
+    _quit(child)
+    assert list(ws.iterdir()) == []
+    events = _events()
+    results = [e for e in events if e["type"] == "tool_result"]
+    assert [r["id"] for r in results] == ["toolu_a", "toolu_b", "toolu_c"]
+    assert all(r["is_error"] for r in results)
+    assert len([e for e in events if e["type"] == "model_reply"]) == 1
+
+
+def test_a_tall_panel_is_paged_and_y_counts_only_at_the_question(chat: Any) -> None:
+    content = "".join(f"row {i}\n" for i in range(120))
+    child, ws = chat([_reply(_write("toolu_a", "tall.txt", content)), _text("written")],
+                     rows=24)
+    child.send(b"write a tall file\r")
+    child.expect(PAGE)
+    child.send(b"y\r")  # y at a page only turns the page
+    child.expect(PAGE)
+    assert not (ws / "tall.txt").exists()
+    child.send(b"G\r")  # the rest at once, then the question
+    child.expect(rb"row 119")
+    child.expect(ASK)
+    child.send(b"y\r")
+    child.expect(b"written")
+    _quit(child)
+    assert (ws / "tall.txt").read_text() == content
