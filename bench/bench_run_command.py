@@ -8,6 +8,10 @@
    same process running `true`; and, for scale, what `subprocess.run(capture_output=True)` costs
    for 100 MB.
 
+3. Sandbox: the runner with and without Landlock confinement (children started by a confined
+   spawner thread, rulesets built once per session), and for scale the exec wrapper that MCP servers go
+   through (a Python start before the real program).
+
 Run: python bench/bench_run_command.py [--runs N]
 """
 
@@ -59,6 +63,28 @@ def child(mode: str, size: int) -> tuple[int, int, int, float]:
     return int(total), int(kept), int(rss), float(took)
 
 
+def sandbox_figures(runs: int, cwd: str, env: dict[str, str], unconfined: float) -> None:
+    from pathlib import Path
+
+    from agent_cli.sandbox import Sandbox
+
+    box = Sandbox("workspace", Path(cwd))
+    if not box.enforced:
+        print(f"  sandbox                 not measured: {box.support.reason}")
+        return
+    for _ in range(10):
+        run_process(["true"], cwd=cwd, env=env, timeout_s=30, sandbox=box)
+    confined = median_ms(lambda: run_process(["true"], cwd=cwd, env=env, timeout_s=30,
+                                             sandbox=box), runs)
+    print(f"  runner, sandboxed       {confined:7.2f} ms   (Landlock ABI {box.support.abi}, "
+          f"+{confined - unconfined:.2f} ms per call over the unconfined runner)")
+    argv, _tmp = box.wrap(["true"], writable=cwd, network=False, name="bench")
+    wrapped = median_ms(lambda: subprocess.run(argv, check=True), max(10, runs // 10))
+    print(f"  exec wrapper (MCP path) {wrapped:7.2f} ms   (subprocess.run of the wrapper "
+          f"around `true`, {max(10, runs // 10)} runs; once per server start)")
+    box.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=300)
@@ -74,11 +100,13 @@ def main() -> None:
         subprocess.run(["true"], check=False)
         run_process(["true"], cwd=cwd, env=env, timeout_s=30)
     bare = median_ms(lambda: subprocess.run(["true"], check=False), ns.runs)
-    ours = median_ms(lambda: run_process(["true"], cwd=cwd, env=env, timeout_s=30), ns.runs)
+    ours = median_ms(lambda: run_process(["true"], cwd=cwd, env=env, timeout_s=30,
+                                         sandbox=None), ns.runs)
     print(f"\n`true`, median of {ns.runs} runs:")
     print(f"  subprocess.run          {bare:7.2f} ms")
     print(f"  run_command runner      {ours:7.2f} ms   ({ours / bare:.1f}x, "
           f"+{ours - bare:.2f} ms per call)")
+    sandbox_figures(ns.runs, cwd, env, ours)
 
     _base_total, _, base_rss, _ = child("runner", 0)
     gb = 1_000_000_000

@@ -7,9 +7,9 @@ into a domain for the calling thread and everything it later starts. The numbers
 every Linux architecture that has the calls. Each ABI version handles more kinds of access; a
 ruleset that names a right the kernel does not know is refused, so the masks are cut to the ABI.
 
-Rulesets are built in the parent, once per session and network choice; a child only has to call
-prctl(PR_SET_NO_NEW_PRIVS) and landlock_restrict_self between fork and exec (see `Restrictor`),
-which needs no allocation-heavy work and no import.
+Rulesets are built once per session and network choice. Both PR_SET_NO_NEW_PRIVS and
+landlock_restrict_self apply to the calling *thread* and what it starts, which the session's
+spawner threads rely on (agent_cli.sandbox.spawner).
 
 Nothing here runs at import time except the ctypes declarations; this module is imported only
 when a session first needs it (never on the `--help` path).
@@ -163,34 +163,11 @@ def _add_path(ruleset_fd: int, path: str, allowed: int) -> None:
 
 
 def restrict_self(ruleset_fd: int) -> None:
-    """Confine the calling thread (and what it execs) for good. Used by the exec wrapper."""
+    """Confine the calling thread, and every process it starts from now on, for good."""
     _check(libc().prctl(_L(PR_SET_NO_NEW_PRIVS), _L(1), _L(0), _L(0), _L(0)),
            "prctl(PR_SET_NO_NEW_PRIVS)")
     _check(libc().syscall(_L(SYS_RESTRICT_SELF), _L(ruleset_fd), _L(0)),
            "landlock_restrict_self")
-
-
-class Restrictor:
-    """`preexec_fn` for subprocess: confines the child between fork and exec.
-
-    Everything it needs (the functions, every argument as a ctypes long, the message) is made
-    here in the parent, so the child only makes two foreign calls. If either fails, the child
-    writes one line to its stderr (the command's output) and exits 126 without running the
-    command: a command is never run unconfined by accident."""
-
-    def __init__(self, ruleset_fd: int) -> None:
-        lib = libc()
-        self._prctl = lib.prctl
-        self._syscall = lib.syscall
-        self._nnp = (_L(PR_SET_NO_NEW_PRIVS), _L(1), _L(0), _L(0), _L(0))
-        self._restrict = (_L(SYS_RESTRICT_SELF), _L(ruleset_fd), _L(0))
-        self._failed = (b"agent-cli: could not confine this command with Landlock; it was not "
-                        b"run. Try again, or start agent-cli with --sandbox off.\n")
-
-    def __call__(self) -> None:
-        if self._prctl(*self._nnp) != 0 or self._syscall(*self._restrict) != 0:
-            os.write(2, self._failed)
-            os._exit(126)
 
 
 def set_undumpable() -> None:

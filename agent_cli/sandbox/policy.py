@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import threading
@@ -90,6 +91,7 @@ class Sandbox:
             probe() if mode == "workspace" else Support(0))
         self._tmp: Path | None = None
         self._rulesets: dict[tuple[bool, tuple[str, ...]], int] = {}
+        self._spawners: dict[bool, Any] = {}
         self._lock = threading.Lock()
 
     @property
@@ -183,15 +185,22 @@ class Sandbox:
                 self._rulesets[key] = fd
             return fd
 
-    def preexec(self, network: bool) -> Callable[[], None] | None:
-        """A preexec_fn confining a child to this session's workspace and temporary folder;
-        None when nothing is enforced. Raises OSError when the ruleset cannot be built."""
+    def popen(self, network: bool) -> Callable[..., Any]:
+        """What starts a child with this session's confinement: a Popen-like callable (the
+        session's spawner thread for this network choice; plain Popen when nothing is enforced).
+        Raises OSError when the kernel refuses the ruleset."""
         if not self.enforced:
-            return None
-        from agent_cli.sandbox import landlock
+            return subprocess.Popen
+        from agent_cli.sandbox.spawner import Spawner
 
         write = (str(self.workspace), str(self.tmpdir()))
-        return landlock.Restrictor(self._ruleset(network, write))
+        fd = self._ruleset(network, write)
+        with self._lock:
+            spawner = self._spawners.get(network)
+            if spawner is None:
+                spawner = Spawner(fd, name=f"agent-cli-sandbox-{'net' if network else 'nonet'}")
+                self._spawners[network] = spawner
+        return spawner.popen
 
     def wrap(self, argv: list[str], *, writable: str, network: bool,
              name: str = "server") -> tuple[list[str], Path | None]:
@@ -209,8 +218,11 @@ class Sandbox:
         return wrapper_argv(policy, argv), tmp
 
     def close(self) -> None:
-        """Close the rulesets and remove the temporary folder."""
+        """Stop the spawners, close the rulesets and remove the temporary folder."""
         with self._lock:
+            for spawner in self._spawners.values():
+                spawner.close()
+            self._spawners.clear()
             for fd in self._rulesets.values():
                 with contextlib.suppress(OSError):
                     os.close(fd)

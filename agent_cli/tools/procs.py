@@ -368,20 +368,19 @@ def run_process(
         from agent_cli.sandbox import current
 
         sandbox = current()
-    preexec = None
+    spawn: Any = subprocess.Popen
     if sandbox is not None:
         try:
-            preexec = sandbox.preexec(network)
+            spawn = sandbox.popen(network)
         except OSError as e:
             return ProcResult(list(argv), None, time.monotonic() - start, b"", b"", 0, 0,
                               error=f"could not confine {argv[0]!r} with Landlock ({e}), so it "
                                     "was not run; --sandbox off runs commands unconfined")
         child_env = sandbox.env(child_env)
     try:
-        proc = subprocess.Popen(
+        proc = spawn(
             argv, cwd=cwd, env=child_env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT, start_new_session=True, close_fds=True,
-            preexec_fn=preexec,
         )
     except OSError as e:
         return ProcResult(list(argv), None, time.monotonic() - start, b"", b"", 0, 0,

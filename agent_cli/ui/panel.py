@@ -44,6 +44,8 @@ def _diff_text(preview: str) -> Text:
             style = "cyan"
         elif line.startswith(("CREATE", "OVERWRITE", "EDIT")):
             style = "bold"
+        elif line.startswith(("network: ALLOWED", "not sandboxed", "sandbox: OFF", "not confined")):
+            style = "bold red"  # the sandbox lines of run_command that widen what a yes allows
         out.append_text(safe(line, style))
     return out
 
