@@ -20,7 +20,7 @@ from agent_cli.context import ContextBudget
 from agent_cli.errors import UsageError
 from agent_cli.loop import Limits, Loop, TurnResult
 from agent_cli.providers.base import Provider
-from agent_cli.sandbox import Sandbox, install
+from agent_cli.sandbox.policy import Sandbox, install
 from agent_cli.session_log import SessionLog
 from agent_cli.tools.loader import LoadReport, load_tools
 from agent_cli.tools.registry import Registry

@@ -65,7 +65,7 @@ def _sandbox(ctx: ToolContext) -> Any:
     """The session's sandbox: the one in the context, else the running session's."""
     if ctx.sandbox is not None:
         return ctx.sandbox
-    from agent_cli.sandbox import current
+    from agent_cli.sandbox.policy import current
 
     return current()
 

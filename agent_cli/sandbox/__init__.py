@@ -3,13 +3,10 @@
 - `policy`: the session's `Sandbox` (what is confined, what the kernel can enforce, the words
   for the panel, the log and the model);
 - `landlock`: the three Landlock system calls through ctypes;
+- `spawner`: a confined thread that starts run_command's children, so they are born confined;
 - `exec`: the wrapper that confines a process someone else spawns (MCP servers), then execs it;
+- `mcp`: wraps an MCP server's command with it;
 - `selfguard`: agent-cli hides its own secrets from /proc and goes non-dumpable at start.
 
-Importing this package costs only the standard library; ctypes is loaded when a session first
-confines something.
+This file imports nothing: the exec wrapper imports `landlock` through it on every server start.
 """
-
-from agent_cli.sandbox.policy import Sandbox, Support, current, install, probe, wants_network
-
-__all__ = ["Sandbox", "Support", "current", "install", "probe", "wants_network"]

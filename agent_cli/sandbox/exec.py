@@ -23,15 +23,17 @@ from __future__ import annotations
 import json
 import os
 import sys
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 EXIT_NOT_CONFINED = 126
 
 
 def wrapper_argv(policy: dict[str, Any], argv: list[str]) -> list[str]:
     """The command line that runs `argv` confined by `policy`."""
-    root = str(Path(__file__).resolve().parent.parent.parent)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
     boot = (f"import sys; sys.path.insert(0, {root!r}); "
             "from agent_cli.sandbox.exec import main; main()")
     return [sys.executable, "-I", "-S", "-c", boot, "--policy", json.dumps(policy), "--", *argv]

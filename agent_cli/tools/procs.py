@@ -365,7 +365,7 @@ def run_process(
     buf = CappedBuffer(head_bytes, tail_bytes)
     start = time.monotonic()
     if sandbox is SESSION_SANDBOX:
-        from agent_cli.sandbox import current
+        from agent_cli.sandbox.policy import current
 
         sandbox = current()
     spawn: Any = subprocess.Popen
