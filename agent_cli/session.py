@@ -125,7 +125,6 @@ class Session:
         self.loop = Loop(provider, registry, self.gate, self.emit, workspace=self.workspace,
                          limits=limits_of(settings), system=system)
         self.loop.sandbox = self.sandbox
-        install(self.sandbox)
         self.budget = ContextBudget(settings.context_budget_chars, self.emit)
         self.loop.prepare = self.budget
         self.continues = continues
@@ -145,6 +144,7 @@ class Session:
                                   provider=self.provider.name, workspace=str(self.workspace),
                                   tools=tools, continues=self.continues,
                                   system=self.loop.system))
+        install(self.sandbox)  # processes plugins start through run_process are confined too
         notice = self.sandbox.start_notice()
         if notice:
             self.emit(ev.Notice(message=notice, kind="sandbox"))
