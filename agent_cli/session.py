@@ -125,6 +125,9 @@ class Session:
         self.loop = Loop(provider, registry, self.gate, self.emit, workspace=self.workspace,
                          limits=limits_of(settings), system=system)
         self.loop.sandbox = self.sandbox
+        # From here on, processes started through run_process (plugins) and MCP servers (which
+        # start in the background before start()) get this sandbox by default.
+        install(self.sandbox)
         self.budget = ContextBudget(settings.context_budget_chars, self.emit)
         self.loop.prepare = self.budget
         self.continues = continues
@@ -144,7 +147,6 @@ class Session:
                                   provider=self.provider.name, workspace=str(self.workspace),
                                   tools=tools, continues=self.continues,
                                   system=self.loop.system))
-        install(self.sandbox)  # processes plugins start through run_process are confined too
         notice = self.sandbox.start_notice()
         if notice:
             self.emit(ev.Notice(message=notice, kind="sandbox"))
