@@ -301,6 +301,8 @@ def test_an_old_abi_says_which_part_is_missing(workspace: Path, outside: Path,
     if not confined(out):
         return
     assert "not confined: no network rules: Landlock ABI 3" in out.preview(0)
+    assert LINE not in out.preview(0)  # never "no network" where it is not blocked
+    assert "sandbox: writes limited to the workspace" in out.preview(0)
     assert out.notices() and "no network rules: Landlock ABI 3" in out.notices()[0]
     assert "connected" in out.result("c1").content  # ABI 3 cannot block it, and says so
     assert out.result("c2").is_error and not (outside / "x").exists()  # writes still confined

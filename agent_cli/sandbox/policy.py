@@ -103,15 +103,17 @@ class Sandbox:
 
     def panel_lines(self, network: bool) -> list[str]:
         """What a command's panel says about its confinement; the network line comes first."""
+        lines = [NETWORK_ALLOWED] if network else []
         if self.mode == "off":
-            lines = ["sandbox: OFF for this session: the command runs with all your rights; "
-                     "effects outside the workspace cannot be undone"]
+            lines.append("sandbox: OFF for this session: the command runs with all your rights; "
+                         "effects outside the workspace cannot be undone")
             return lines
         if not self.enforced:
-            return [f"not sandboxed: {self.support.reason or NO_LANDLOCK}; the command runs "
-                    "with all your rights"]
-        lines = [NETWORK_ALLOWED] if network else []
-        lines.append(LINE if not network else "sandbox: writes limited to the workspace")
+            lines.append(f"not sandboxed: {self.support.reason or NO_LANDLOCK}; the command "
+                         "runs with all your rights")
+            return lines
+        blocks_network = not network and self.support.abi >= 4
+        lines.append(LINE if blocks_network else "sandbox: writes limited to the workspace")
         lines.extend(f"not confined: {gap}" for gap in self.support.gaps(network))
         return lines
 
