@@ -68,13 +68,15 @@ class Common:
     base_url: str | None = None
     script: Path | None = None
     max_turns: int | None = None
+    sandbox: str | None = None
 
     def settings(self) -> Settings:
         from agent_cli.config import load_settings
 
         flags: dict[str, Any] = {"model": self.model, "provider": self.provider,
                                  "base_url": self.base_url, "max_turns": self.max_turns,
-                                 "script": str(self.script) if self.script else None}
+                                 "script": str(self.script) if self.script else None,
+                                 "sandbox": self.sandbox}
         if self.script and not self.provider:
             flags["provider"] = "scripted"
         return load_settings(self.config, flags)
@@ -112,6 +114,10 @@ _COMMON_OPTIONS: dict[str, Any] = {
     "max_turns": Annotated[Optional[int], typer.Option(  # noqa: UP045
         "--max-turns", metavar="N", min=1,
         help="Model requests allowed within one user turn (default 25).")],
+    "sandbox": Annotated[Optional[str], typer.Option(  # noqa: UP045
+        "--sandbox", metavar="MODE",
+        help="workspace (default): approved commands and MCP servers may write only in the "
+        "workspace and a temporary folder, no network; off: they run with all your rights.")],
 }
 
 
@@ -386,7 +392,18 @@ from agent_cli.commands import eval_cmd  # noqa: E402
 eval_cmd.register(app)
 
 
+def _help_only(args: list[str]) -> bool:
+    """True for the start-up path that only prints (no arguments, --help, --version)."""
+    words = args[: args.index("--")] if "--" in args else args
+    return not words or any(w in ("--help", "-h", "--version") for w in words)
+
+
 def main() -> None:
+    if not _help_only(sys.argv[1:]):
+        # Before anything else runs: no process started later can read our secrets from /proc.
+        from agent_cli.sandbox.selfguard import guard_self
+
+        guard_self()
     try:
         app()
     except KeyboardInterrupt:

@@ -40,6 +40,8 @@ class MCPServer(BaseModel):
     trusted: bool = False
     """Only a trusted server's readOnlyHint tools run without a panel."""
     mode: Literal["auto", "legacy", "2026-07-28"] = "auto"
+    network: bool = False
+    """Let the server open network (TCP) connections; off, it is confined like a command."""
 
 
 class Settings(BaseModel):
@@ -84,6 +86,10 @@ class Settings(BaseModel):
     """USD per million tokens by model: {"input": 3.0, "output": 15.0}."""
     mcp: dict[str, dict[str, MCPServer]] = {}
     """[mcp.servers.NAME] tables."""
+    sandbox: Literal["workspace", "off"] = "workspace"
+    """Confine every approved command and MCP server with the kernel (Landlock): writes only
+    inside the workspace (a server: its cwd) and a private temporary folder, no network unless
+    asked for. "off" runs them with all your rights (--sandbox off, for one session)."""
 
 
 ENV_MAP = {

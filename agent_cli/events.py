@@ -98,6 +98,10 @@ class ToolStarted(EventBase):
     type: Literal["tool_started"] = "tool_started"
     id: str
     name: str
+    sandbox: dict[str, Any] | None = None
+    """The confinement in force for processes this call starts: {"mode": "workspace",
+    "landlock_abi", "network", "writes", "gaps"}, {"mode": "off"} or {"mode": "none",
+    "reason"}; None when the loop had no sandbox (older logs, bare loops)."""
 
 
 class ToolResultEvent(EventBase):

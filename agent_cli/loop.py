@@ -120,6 +120,8 @@ class Loop:
         self._reply = _ReplyState()
         self.prepare: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None
         """Shapes what is sent (e.g. a context budget) without touching the history or log."""
+        self.sandbox: Any = None
+        """The session's agent_cli.sandbox.Sandbox: handed to tools, recorded per call."""
 
     # -- a user turn -------------------------------------------------------------------------
 
@@ -340,7 +342,7 @@ class Loop:
         timeout = call.tool.timeout_s or self.limits.tool_timeout_s
         return ToolContext(workspace=self.workspace, timeout_s=timeout,
                            output_cap=self.limits.output_cap,
-                           max_read_bytes=self.limits.max_read_bytes)
+                           max_read_bytes=self.limits.max_read_bytes, sandbox=self.sandbox)
 
     def _preview(self, call: ValidCall, ctx: ToolContext) -> str | None:
         if call.tool.effect == "read":
@@ -361,7 +363,9 @@ class Loop:
         if ran is not None and sha256_json(ran) != call.args_hash:
             msg = "refused: the arguments changed after they were shown"
             return self._result(call.id, call.tool.name, msg, True, 0.0)
-        self.emit(ev.ToolStarted(id=call.id, name=call.tool.name))
+        self.emit(ev.ToolStarted(id=call.id, name=call.tool.name,
+                                 sandbox=None if self.sandbox is None
+                                 else self.sandbox.record_for(call.args)))
         start = time.monotonic()
         box: dict[str, Any] = {}
 

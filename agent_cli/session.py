@@ -20,6 +20,7 @@ from agent_cli.context import ContextBudget
 from agent_cli.errors import UsageError
 from agent_cli.loop import Limits, Loop, TurnResult
 from agent_cli.providers.base import Provider
+from agent_cli.sandbox.policy import Sandbox, install
 from agent_cli.session_log import SessionLog
 from agent_cli.tools.loader import LoadReport, load_tools
 from agent_cli.tools.registry import Registry
@@ -118,8 +119,16 @@ class Session:
         self.usage = UsageMeter(settings.prices, lambda: self.provider.model)
         self.sinks: list[Sink] = [self.log, self.usage, *sinks]
         self.gate = Gate(approver, settings.deny)
+        self.sandbox = Sandbox(settings.sandbox, self.workspace)
+        """Confinement of every process the session's tools and MCP servers start."""
+        note = self.sandbox.model_note()
+        system = f"{settings.system_prompt}\n\n{note}" if note else settings.system_prompt
         self.loop = Loop(provider, registry, self.gate, self.emit, workspace=self.workspace,
-                         limits=limits_of(settings), system=settings.system_prompt)
+                         limits=limits_of(settings), system=system)
+        self.loop.sandbox = self.sandbox
+        # From here on, processes started through run_process (plugins) and MCP servers (which
+        # start in the background before start()) get this sandbox by default.
+        install(self.sandbox)
         self.budget = ContextBudget(settings.context_budget_chars, self.emit)
         self.loop.prepare = self.budget
         self.continues = continues
@@ -138,7 +147,10 @@ class Session:
         self.emit(ev.SessionStart(version=__version__, model=self.provider.model,
                                   provider=self.provider.name, workspace=str(self.workspace),
                                   tools=tools, continues=self.continues,
-                                  system=self.settings.system_prompt))
+                                  system=self.loop.system))
+        notice = self.sandbox.start_notice()
+        if notice:
+            self.emit(ev.Notice(message=notice, kind="sandbox"))
         for problem in self.load_report.errors:
             self.emit(ev.Notice(message=problem, kind="plugin_error"))
         if self.mcp is not None:
@@ -160,6 +172,7 @@ class Session:
             self.mcp.sync()
         self.emit(ev.SessionEnd(reason=reason))
         self.log.close()
+        self.sandbox.close()
         closer = getattr(self.provider, "close", None)
         if callable(closer):
             closer()

@@ -8,6 +8,10 @@
    same process running `true`; and, for scale, what `subprocess.run(capture_output=True)` costs
    for 100 MB.
 
+3. Sandbox: `true` through the runner with and without Landlock confinement (children started
+   by a confined spawner thread, rulesets built once per session), interleaved; and, for scale,
+   the exec wrapper that MCP servers go through (a Python start before the real program).
+
 Run: python bench/bench_run_command.py [--runs N]
 """
 
@@ -59,6 +63,39 @@ def child(mode: str, size: int) -> tuple[int, int, int, float]:
     return int(total), int(kept), int(rss), float(took)
 
 
+def sandbox_figures(runs: int, cwd: str, env: dict[str, str]) -> None:
+    """`true` through the runner without and with confinement, interleaved run by run so that
+    the load of a shared machine hits both alike."""
+    from pathlib import Path
+
+    from agent_cli.sandbox.policy import Sandbox
+
+    box = Sandbox("workspace", Path(cwd))
+    if not box.enforced:
+        print(f"\nsandbox: not measured: {box.support.reason}")
+        return
+    for _ in range(10):
+        run_process(["true"], cwd=cwd, env=env, timeout_s=30, sandbox=box)
+    off: list[float] = []
+    on: list[float] = []
+    for _ in range(runs):
+        for sandbox, times in ((None, off), (box, on)):
+            t = time.perf_counter()
+            run_process(["true"], cwd=cwd, env=env, timeout_s=30, sandbox=sandbox)
+            times.append(time.perf_counter() - t)
+    plain, confined = statistics.median(off) * 1000, statistics.median(on) * 1000
+    print(f"\nsandbox (Landlock ABI {box.support.abi}), `true`, median of {runs} interleaved "
+          "runs:")
+    print(f"  runner, unconfined      {plain:7.2f} ms")
+    print(f"  runner, sandboxed       {confined:7.2f} ms   ({confined - plain:+.2f} ms per call)")
+    argv, _tmp = box.wrap(["true"], writable=cwd, network=False, name="bench")
+    n = max(10, runs // 10)
+    wrapped = median_ms(lambda: subprocess.run(argv, check=True), n)
+    print(f"  exec wrapper (MCP path) {wrapped:7.2f} ms   (subprocess.run of the wrapper around "
+          f"`true`, {n} runs; paid once per server start)")
+    box.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=300)
@@ -74,11 +111,13 @@ def main() -> None:
         subprocess.run(["true"], check=False)
         run_process(["true"], cwd=cwd, env=env, timeout_s=30)
     bare = median_ms(lambda: subprocess.run(["true"], check=False), ns.runs)
-    ours = median_ms(lambda: run_process(["true"], cwd=cwd, env=env, timeout_s=30), ns.runs)
+    ours = median_ms(lambda: run_process(["true"], cwd=cwd, env=env, timeout_s=30,
+                                         sandbox=None), ns.runs)
     print(f"\n`true`, median of {ns.runs} runs:")
     print(f"  subprocess.run          {bare:7.2f} ms")
     print(f"  run_command runner      {ours:7.2f} ms   ({ours / bare:.1f}x, "
           f"+{ours - bare:.2f} ms per call)")
+    sandbox_figures(ns.runs, cwd, env)
 
     _base_total, _, base_rss, _ = child("runner", 0)
     gb = 1_000_000_000

@@ -25,6 +25,15 @@ def _isolated_env(
 
 
 @pytest.fixture(autouse=True)
+def _no_leftover_sandbox() -> object:
+    """A session a test started and never closed must not confine the next test's processes."""
+    yield
+    from agent_cli.sandbox.policy import install
+
+    install(None)
+
+
+@pytest.fixture(autouse=True)
 def _no_remote_api(monkeypatch: pytest.MonkeyPatch) -> None:
     """Refuse any Anthropic client whose base URL is not loopback: no test reaches a real API."""
     try:

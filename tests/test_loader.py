@@ -46,7 +46,7 @@ def test_bundled_tools_are_the_documented_set() -> None:
     }
     args = {t.name: list(t.schema()["properties"]) for t in reg}
     assert args["edit_file"] == ["path", "old_string", "new_string", "replace_all"]
-    assert args["run_command"] == ["command", "timeout_s"]
+    assert args["run_command"] == ["command", "timeout_s", "network"]  # network: design 8
     assert args["write_file"] == ["path", "content"]
     assert args["search_text"] == ["pattern", "path"]
     for t in reg:

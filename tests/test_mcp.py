@@ -113,6 +113,7 @@ def time_server(marker: str, **kw: Any) -> MCPServer:
 
 
 def git_server(marker: str, repo: Path, **kw: Any) -> MCPServer:
+    kw.setdefault("cwd", str(repo))  # the sandbox lets a server write only inside its cwd
     return MCPServer(command=PY, args=["-m", "mcp_server_git", "--repository", str(repo)],
                      env={marker: "1"}, **kw)
 

@@ -3,6 +3,7 @@
 import os
 import shlex
 import signal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -26,6 +27,12 @@ class Args(BaseModel):
         DEFAULT_TIMEOUT_S, gt=0, le=3600,
         description="Seconds before the command and everything it started are killed "
                     "(default 60; the session's tool timeout caps it).",
+    )
+    network: bool = Field(
+        False,
+        description="Let the command open network (TCP) connections. Off by default; set it "
+                    "only when the task needs the network (installing packages, fetching); the "
+                    "user sees it in the approval panel.",
     )
 
     @field_validator("command")
@@ -54,10 +61,31 @@ def _timeout(args: Args, ctx: ToolContext) -> float:
     return min(args.timeout_s, ctx.timeout_s)
 
 
+def _sandbox(ctx: ToolContext) -> Any:
+    """The session's sandbox: the one in the context, else the running session's."""
+    if ctx.sandbox is not None:
+        return ctx.sandbox
+    from agent_cli.sandbox.policy import current
+
+    return current()
+
+
+def sandbox_lines(args: Args, ctx: ToolContext) -> list[str]:
+    box = _sandbox(ctx)
+    if box is None:
+        return ["not sandboxed: no session sandbox is set up; the command runs with all your "
+                "rights"]
+    lines: list[str] = box.panel_lines(args.network)
+    return lines
+
+
 def preview(args: Args, ctx: ToolContext) -> str:
     argv = argv_of(args)
     how = ("through the shell: " if isinstance(args.command, str) else "directly: ")
+    confinement = sandbox_lines(args, ctx)
+    network_first = [line for line in confinement if line.startswith("network:")]
     lines = [
+        *network_first,
         "runs " + how + shlex.join(argv),
         f"in     {os.path.realpath(ctx.workspace)}",
         f"limit  {_timeout(args, ctx):g} s, then the whole process group is killed",
@@ -67,6 +95,7 @@ def preview(args: Args, ctx: ToolContext) -> str:
     if args.timeout_s > ctx.timeout_s:
         lines.append(f"note   timeout_s {args.timeout_s:g} is capped to the session's "
                      f"{ctx.timeout_s:g} s")
+    lines.extend(line for line in confinement if line not in network_first)
     return "\n".join(lines)
 
 
@@ -81,9 +110,14 @@ def run(args: Args, ctx: ToolContext) -> ToolOutput:
     timeout = _timeout(args, ctx)
     half = max(ctx.output_cap - 400, 2000) // 2
     res = run_process(argv_of(args), cwd=str(ctx.workspace), env=scrubbed_env(),
-                      timeout_s=timeout, cancel=ctx.cancel, head_bytes=half, tail_bytes=half)
+                      timeout_s=timeout, cancel=ctx.cancel, head_bytes=half, tail_bytes=half,
+                      sandbox=_sandbox(ctx),
+                      network=args.network)
     if res.error is not None:
-        return ToolOutput(res.error + ". Check the program name and that it is installed.", True)
+        if res.error.startswith("could not start"):
+            return ToolOutput(res.error + ". Check the program name and that it is installed.",
+                              True)
+        return ToolOutput(res.error + ".", True)
     facts: list[str] = []
     if res.timed_out:
         status = f"timed out after {timeout:g} s; its process group was killed"
@@ -116,7 +150,9 @@ TOOL = Tool(
         "once; the environment has secrets removed. Long output keeps its head and tail and "
         "says how much was cut. On timeout (timeout_s, default 60) the whole process group is "
         "killed, and background processes still running when the command returns are ended, "
-        "so start no servers or daemons. A non-zero exit is reported as an error."
+        "so start no servers or daemons. A non-zero exit is reported as an error. "
+        "Where the sandbox is on, the command may write only inside the workspace and TMPDIR "
+        "and has no network unless `network` is true."
     ),
     args=Args,
     effect="write",

@@ -33,6 +33,9 @@ class ToolContext:
     max_read_bytes: int = 2_000_000
     snapshot: Any = None
     """What `Tool.snapshot` captured when the panel was built; the write compares against it."""
+    sandbox: Any = None
+    """The session's agent_cli.sandbox.Sandbox (None outside a session): tools that start
+    processes pass it to run_process, and their preview says what it confines."""
 
 
 @dataclass

@@ -534,6 +534,9 @@ class MCPHub:
         params = StdioServerParameters(
             command=cfg.command, args=list(cfg.args), env=dict(cfg.env) or None,
             cwd=str(Path(cfg.cwd).expanduser()) if cfg.cwd else self.workspace)
+        from agent_cli.sandbox.mcp import confine_server  # the server runs confined (issue 12)
+
+        params = confine_server(params, name=st.name, network=cfg.network)
 
         @contextlib.asynccontextmanager
         async def transport() -> AsyncIterator[Any]:

@@ -10,7 +10,10 @@ or outlive its call.
   SIGKILL; when the command returns, whatever it left running in its group is ended too;
 - every child carries a random marker in its environment; processes that left the group
   (setsid, daemons) are found by that marker under /proc and ended as well (Linux);
-- the environment is scrubbed of secrets by name and by value shape.
+- the environment is scrubbed of secrets by name and by value shape;
+- on Linux the child is confined with Landlock before it execs (agent_cli.sandbox): by default
+  with the running session's sandbox, so a plugin that starts processes through `run_process`
+  is confined like run_command.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 MARKER_VAR = "AGENT_CLI_RUN_ID"
 SECRET_WORDS = ("KEY", "SECRET", "TOKEN", "PASSWORD", "PASSWD", "CREDENTIAL", "PRIVATE", "COOKIE")
@@ -335,6 +339,10 @@ def _track(pgid: int, marker: str | None) -> None:
             _ATEXIT_SET = True
 
 
+SESSION_SANDBOX: Any = object()
+"""Default of `run_process(sandbox=...)`: the running session's sandbox."""
+
+
 def run_process(
     argv: list[str],
     *,
@@ -344,15 +352,33 @@ def run_process(
     cancel: threading.Event | None = None,
     head_bytes: int = 16_000,
     tail_bytes: int = 16_000,
+    sandbox: Any = SESSION_SANDBOX,
+    network: bool = False,
 ) -> ProcResult:
     """Run `argv` to completion, timeout or cancel, never holding more than head+tail bytes of
-    its output, and leave no process of it behind."""
+    its output, and leave no process of it behind.
+
+    `sandbox` (an agent_cli.sandbox.Sandbox, or None for none) confines the child before it
+    execs; by default the running session's. `network` lets it open TCP connections."""
     marker = secrets.token_hex(8)
     child_env = {**env, MARKER_VAR: marker}
     buf = CappedBuffer(head_bytes, tail_bytes)
     start = time.monotonic()
+    if sandbox is SESSION_SANDBOX:
+        from agent_cli.sandbox.policy import current
+
+        sandbox = current()
+    spawn: Any = subprocess.Popen
+    if sandbox is not None:
+        try:
+            spawn = sandbox.popen(network)
+        except OSError as e:
+            return ProcResult(list(argv), None, time.monotonic() - start, b"", b"", 0, 0,
+                              error=f"could not confine {argv[0]!r} with Landlock ({e}), so it "
+                                    "was not run; --sandbox off runs commands unconfined")
+        child_env = sandbox.env(child_env)
     try:
-        proc = subprocess.Popen(
+        proc = spawn(
             argv, cwd=cwd, env=child_env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT, start_new_session=True, close_fds=True,
         )

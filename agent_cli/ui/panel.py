@@ -94,6 +94,7 @@ def shown_by_preview(value: Any, preview: str | None) -> str | None:
 
 _GUTTER_STYLE = {"+": "green", "-": "red", " ": ""}
 _HEADINGS = ("CREATE", "OVERWRITE", "EDIT", "WILL FAIL")
+_SANDBOX_WARNINGS = ("network: ALLOWED", "not sandboxed", "sandbox: OFF", "not confined")
 
 
 def _gutter(mark: str) -> Text:
@@ -134,6 +135,9 @@ class DiffView:
                 yield "", safe(line, "cyan")
             elif line.startswith(_HEADINGS):
                 yield "", safe(line, "bold")
+            elif line.startswith(_SANDBOX_WARNINGS):
+                # the sandbox lines of run_command that widen what a yes allows
+                yield "", safe(line, "bold red")
             else:
                 yield "", safe(line)
             i += 1

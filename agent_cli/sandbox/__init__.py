@@ -1,0 +1,12 @@
+"""The kernel sandbox of approved commands and MCP servers (design.md section 8).
+
+- `policy`: the session's `Sandbox` (what is confined, what the kernel can enforce, the words
+  for the panel, the log and the model);
+- `landlock`: the three Landlock system calls through ctypes;
+- `spawner`: a confined thread that starts run_command's children, so they are born confined;
+- `exec`: the wrapper that confines a process someone else spawns (MCP servers), then execs it;
+- `mcp`: wraps an MCP server's command with it;
+- `selfguard`: agent-cli hides its own secrets from /proc and goes non-dumpable at start.
+
+This file imports nothing: the exec wrapper imports `landlock` through it on every server start.
+"""
