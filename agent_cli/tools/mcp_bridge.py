@@ -118,6 +118,8 @@ class ServerState:
     """anyio memory stream (send side): a tools/list_changed notification puts a token here."""
     progress: str = ""
     """The latest progress notification of a running call, for `/mcp`."""
+    dirty: bool = False
+    """A tools/list_changed arrived and the tools were not listed again since."""
 
 
 class _EofWatch:
@@ -523,6 +525,8 @@ class MCPHub:
             return output
         finally:
             st.progress = ""
+        if st.dirty:  # the call changed the server's tools: the next request should see them
+            await self._relist(st, client)
         return format_result(result)
 
     async def _read_async(self, st: ServerState, what: str, uri: str) -> ToolOutput:
@@ -631,13 +635,19 @@ class MCPHub:
 
         async def relister(client: Any) -> None:
             async for _ in relist_recv:
-                try:
-                    listed = await self._list_tools(client)
-                except Exception as e:  # keep the old list; say so once per failure
-                    self.note(f"MCP server {st.name} said its tools changed, but listing them "
-                              f"failed ({exception_text(e)}); its old tools stay.", "mcp_error")
-                    continue
-                self._relisted(st, listed)
+                await self._relist(st, client)
+
+        async def listener(client: Any) -> None:
+            # 2026-07-28 servers announce changes on a subscriptions/listen stream instead of
+            # a notification; older ones are handled by on_message in _connect.
+            if str(client.protocol_version) < "2026-07-28":
+                return
+            with contextlib.suppress(Exception):
+                async with client.listen(tools_list_changed=True) as sub:
+                    async for _event in sub:
+                        st.dirty = True
+                        with contextlib.suppress(Exception):
+                            relist_send.send_nowait(None)
 
         try:
             with anyio.CancelScope() as scope:
@@ -649,6 +659,7 @@ class MCPHub:
                         self._ready(st, client, listed, resources)
                         started.set()
                         tg.start_soon(relister, client)
+                        tg.start_soon(listener, client)
                         await st.stop.wait()
                         st.client = None
                         tg.cancel_scope.cancel()
@@ -675,6 +686,19 @@ class MCPHub:
             st.client = None
             st.relist = None
             st.ready.set()
+
+    async def _relist(self, st: ServerState, client: Any) -> None:
+        """List the tools again after a tools/list_changed (once per notification burst)."""
+        if not st.dirty:
+            return
+        st.dirty = False
+        try:
+            listed = await self._list_tools(client)
+        except Exception as e:  # keep the old list; say so once per failure
+            self.note(f"MCP server {st.name} said its tools changed, but listing them failed "
+                      f"({exception_text(e)}); its old tools stay.", "mcp_error")
+            return
+        self._relisted(st, listed)
 
     @staticmethod
     def _timeout_text(st: ServerState) -> str:
@@ -715,17 +739,22 @@ class MCPHub:
 
         async def on_message(message: Any) -> None:
             if isinstance(message, ToolListChangedNotification) and st.relist is not None:
+                st.dirty = True
                 with contextlib.suppress(Exception):  # one pending re-list is enough
                     st.relist.send_nowait(None)
 
         async def on_log(params: LoggingMessageNotificationParams) -> None:
             # The server's log lines go to its log file, never raw to the terminal.
+            from agent_cli.safe_text import one_line
+
             data = params.data if isinstance(params.data, str) else canonical_json(params.data)
-            self._server_log(st, f"server log {params.level} {params.logger or ''}: {data}")
+            self._server_log(st, one_line(f"server log {params.level} {params.logger or ''}: "
+                                          f"{data}", 4000))
 
         client = Client(transport(), mode=cfg.mode, read_timeout_seconds=cfg.startup_timeout_s,
                         client_info=Implementation(name="agent-cli", version=__version__),
-                        cache=None, message_handler=on_message, logging_callback=on_log)
+                        cache=None, message_handler=on_message, logging_callback=on_log,
+                        log_level="info")
         async with client:
             st.protocol = str(client.protocol_version)
             info = client.server_info

@@ -125,11 +125,25 @@ def _mirrors(text: str, structured: Any) -> bool:
         candidates.append(next(iter(structured.values())))
     if text in candidates:
         return True
+    if any(_is_blocks(c) for c in candidates):  # the SDK's copy of the content blocks
+        return True
     try:
         parsed = json.loads(text)
     except ValueError:
         return False
     return parsed in candidates
+
+
+CONTENT_TYPES = frozenset({"text", "image", "audio", "resource", "resource_link"})
+
+
+def _is_blocks(value: Any) -> bool:
+    """A list of content blocks (the Python SDK wraps a tool returning blocks as
+    {"result": [blocks]}): the content itself, not extra data."""
+    return (isinstance(value, list)
+            and any(isinstance(v, dict) for v in value)
+            and all(isinstance(v, str) or (isinstance(v, dict) and v.get("type") in CONTENT_TYPES)
+                    for v in value))
 
 
 def format_resource_list(resources: list[Any]) -> ToolOutput:
