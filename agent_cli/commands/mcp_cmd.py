@@ -104,8 +104,67 @@ def repl_command(session: "Session", arg: str) -> "RenderableType":
         return render_status(hub.snapshot())
     if words[0] == "accept" and len(words) == 2:
         return _accept_in_session(session, hub, words[1])
-    return Text("Usage: /mcp (servers and tools) or /mcp accept NAME (offer a server's changed "
-                "tools again).", style="yellow")
+    if words[0] == "prompts" and len(words) == 1:
+        return _list_prompts(hub)
+    if words[0] == "prompt" and len(words) >= 3:
+        return _send_prompt(session, hub, words[1], words[2], words[3:])
+    return Text("Usage: /mcp (servers and tools), /mcp accept NAME (offer a server's changed "
+                "tools again), /mcp prompts (the servers' prompts), /mcp prompt SERVER NAME "
+                "[ARG=VALUE ...] (send one as your message).", style="yellow")
+
+
+def _list_prompts(hub: "MCPHub") -> "RenderableType":
+    from rich.text import Text
+
+    from agent_cli.safe_text import one_line
+    from agent_cli.ui.safe_rich import safe
+
+    found = hub.prompts()
+    if not found:
+        return Text("No running MCP server offers prompts.", style="dim")
+    out = Text()
+    for server, name, description, args in found:
+        shown = " ".join(f"{a}=..." if required else f"[{a}=...]" for a, required in args)
+        out.append_text(safe(one_line(f"/mcp prompt {server} {name} {shown}".rstrip()), "bold"))
+        if description:
+            out.append_text(Text("  ") + safe(one_line(description, 200), "dim"))
+        out.append("\n")
+    return out
+
+
+def _send_prompt(session: "Session", hub: "MCPHub", server: str, name: str,
+                 raw: list[str]) -> "RenderableType":
+    """Fetch a server's prompt and send it as the user's message: the user typed the command,
+    so this is their turn; the text is shown (sanitised) before it goes. Ctrl-C during the turn
+    is settled like a typed message's."""
+    from rich.text import Text
+
+    from agent_cli.ui.safe_rich import safe
+
+    try:
+        args = _pairs(raw, "=", "a prompt argument")
+        text = hub.get_prompt(server, name, args)
+    except ValueError as e:
+        return safe(str(e), "yellow")
+    from agent_cli.ui.repl import settle_interrupted_turn
+
+    answered: set[str] = set()
+
+    def note(event: Any) -> None:
+        from agent_cli import events as ev
+
+        if isinstance(event, ev.ToolResultEvent):
+            answered.add(event.id)
+
+    session.sinks.append(note)
+    try:
+        session.send(f"(MCP prompt {server}/{name})\n{text}")
+    except KeyboardInterrupt:
+        settle_interrupted_turn(session, answered)
+    finally:
+        session.sinks.remove(note)
+    return Text("(that turn was the MCP prompt ", style="dim") + safe(f"{server}/{name}", "dim") \
+        + Text(", sent as your message)", style="dim")
 
 
 def _accept_in_session(session: "Session", hub: "MCPHub", name: str) -> "RenderableType":

@@ -569,6 +569,57 @@ class MCPHub:
                               "unavailable.", True)
         return self._wait(self._portal.start_task_soon(self._read_async, st, what, uri), ctx)
 
+    def prompts(self) -> list[tuple[str, str, str, list[tuple[str, bool]]]]:
+        """Every ready server's prompts: (server, name, description, [(argument, required)]),
+        for `/mcp prompts`. A server without prompts, or whose listing fails, adds none."""
+        if self._portal is None:
+            return []
+        out: list[tuple[str, str, str, list[tuple[str, bool]]]] = []
+        for st in list(self.servers.values()):
+            caps = getattr(st.client, "server_capabilities", None)
+            if st.state != "ready" or getattr(caps, "prompts", None) is None:
+                continue
+            try:
+                listed = self._portal.call(self._list_prompts, st)
+            except Exception:  # one server's failure must not hide the others
+                continue
+            for pr in listed:
+                args = [(str(a.name), bool(a.required)) for a in (pr.arguments or [])]
+                out.append((st.name, str(pr.name), str(pr.description or ""), args))
+        return out
+
+    async def _list_prompts(self, st: ServerState) -> list[Any]:
+        import anyio
+
+        with anyio.fail_after(st.config.timeout_s):
+            return list((await st.client.list_prompts()).prompts)
+
+    def get_prompt(self, server: str, name: str, args: dict[str, str]) -> str:
+        """A server's prompt, filled in, as the text of one user message (main thread). Raises
+        ValueError with a sentence when it cannot be had."""
+        st = self.servers.get(server)
+        if st is None or st.state != "ready" or self._portal is None:
+            raise ValueError(f"MCP server {server} is not running")
+
+        async def get() -> Any:
+            import anyio
+
+            with anyio.fail_after(st.config.timeout_s):
+                return await st.client.get_prompt(name, args or None)
+
+        try:
+            result = self._portal.call(get)
+        except Exception as e:
+            raise ValueError(f"MCP server {server} could not give the prompt {name}: "
+                             f"{exception_text(e)}") from None
+        parts: list[str] = []
+        for message in result.messages:
+            out = format_result(type("R", (), {"content": [message.content],
+                                               "structured_content": None})())
+            text = out.content
+            parts.append(text if message.role == "user" else f"[assistant] {text}")
+        return "\n\n".join(parts)
+
     def _progress(self, st: ServerState, remote: str, done: float, total: float | None,
                   message: str | None) -> None:
         """A progress notification of a running call (portal thread): kept for `/mcp` and the

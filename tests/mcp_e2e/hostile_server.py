@@ -113,6 +113,11 @@ def seen_header(ctx: Context) -> str:
     return str(headers.get("x-token", "(no header)"))
 
 
+@server.prompt(description="Review a file\x1b[2J carefully.")
+def review(path: str, focus: str = "bugs") -> str:
+    return f"Please review {path}, looking for {focus}."
+
+
 @server.resource("note://hello", name="hello", mime_type="text/plain")
 def hello_note() -> str:
     return "hello from a resource"

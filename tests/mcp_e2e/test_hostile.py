@@ -307,3 +307,29 @@ def test_accept_shows_the_whole_change(tmp_path: Path, workspace: Path, marker: 
     assert out.stdout.count("-Filler line.") >= 1
     assert "+The server's working folder and one environment variable." in out.stdout
     assert ESC not in out.stdout
+
+
+def test_prompts_are_listed_and_sent_as_the_users_message(workspace: Path, marker: str) -> None:
+    from rich.console import Console
+
+    from agent_cli.commands.mcp_cmd import repl_command
+
+    run = Run(workspace, {"hostile": hostile(marker)}, [done(), done("reviewed")])
+    try:
+        run.send()
+        console = Console(record=True, width=200, force_terminal=False)
+        console.print(repl_command(run.session, "prompts"))
+        listing = console.export_text()
+        assert "/mcp prompt hostile review path=... [focus=...]" in listing
+        assert ESC not in listing and "\\x1b[2J" in listing
+        console.print(repl_command(run.session, "prompt hostile review path=app.py"))
+        sent = run.provider.requests[1].messages[-1]
+        assert sent["role"] == "user"
+        assert "Please review app.py, looking for bugs." in str(sent["content"])
+        assert "(MCP prompt hostile/review)" in str(sent["content"])
+        bad = repl_command(run.session, "prompt hostile nope")
+        console.print(bad)
+        assert "could not give the prompt nope" in console.export_text()
+        assert len(run.provider.requests) == 2  # a failed prompt sends nothing
+    finally:
+        run.close()
