@@ -203,6 +203,9 @@ class MCPHub:
         self._log_handler: logging.Handler | None = None
         self._closed = False
         self._cwd: Path | None = None
+        self.on_progress: Callable[[str], None] | None = None
+        """Called (on the MCP thread) with each sanitised progress line of a running call;
+        attach() sets it to a write to the terminal's stderr when there is one."""
         self._check_name_clashes()
         enabled = [n for n, s in self.servers.items() if s.config.enabled]
         if enabled and not self.available:
@@ -629,6 +632,9 @@ class MCPHub:
         of = f"/{total:g}" if total is not None else ""
         st.progress = one_line(f"{remote}: {done:g}{of} {message or ''}".strip(), 200)
         self._server_log(st, f"progress {st.progress}")
+        if self.on_progress is not None:
+            with contextlib.suppress(Exception):
+                self.on_progress(f"MCP {one_line(st.name, 40)} {st.progress}")
 
     def _server_log(self, st: ServerState, line: str) -> None:
         with contextlib.suppress(OSError, ValueError), open(st.errlog, "a",
@@ -980,8 +986,33 @@ def attach(session: Session) -> MCPHub | None:
         return previous(history) if previous is not None else history
 
     session.loop.prepare = prepare
+    hub.on_progress = _terminal_progress()
     try:
         hub.start()
     except Exception as e:  # never let a broken MCP setup stop the session
         hub.note(f"MCP servers could not be started: {exception_text(e)}", "mcp_error")
     return hub
+
+
+def _terminal_progress() -> Callable[[str], None] | None:
+    """Progress lines of a running call, written to stderr while the call runs (the prompt is
+    not up then), at most two a second; only on a terminal, so `run --output jsonl` and pipes
+    stay clean. The line is already sanitised (one_line)."""
+    import sys
+
+    try:
+        if not sys.stderr.isatty():
+            return None
+    except (AttributeError, ValueError):
+        return None
+    last = [0.0]
+
+    def show(line: str) -> None:
+        now = time.monotonic()
+        if now - last[0] < 0.5:
+            return
+        last[0] = now
+        sys.stderr.write(f"  … {line}\n")
+        sys.stderr.flush()
+
+    return show

@@ -174,8 +174,14 @@ def test_progress_and_server_logs_go_to_the_server_log_not_the_terminal(
         workspace: Path, marker: str) -> None:
     run = Run(workspace, {"hostile": hostile(marker)},
               [calls(use("b1", "hostile__busy", {})), done()], answers=["y"])
+    shown: list[str] = []
+    run.hub.on_progress = shown.append  # type: ignore[union-attr]  # what a terminal would get
     try:
         run.send()
+        end = time.monotonic() + 10
+        while len(shown) < 2 and time.monotonic() < end:  # delivered on the MCP thread
+            time.sleep(0.02)
+        assert shown == ["MCP hostile busy: 1/2 half\\x1b[31m way", "MCP hostile busy: 2/2 done"]
         assert run.results()["b1"].content == "busy done"
         errlog = run.hub.servers["hostile"].errlog  # type: ignore[union-attr]
         end = time.monotonic() + 10
