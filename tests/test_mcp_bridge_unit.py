@@ -326,3 +326,42 @@ def test_a_wrapped_plain_result_is_not_repeated() -> None:
     assert _fr(r) == ("rested", False)
     n = mt.CallToolResult(content=[mt.TextContent(text="42")], structured_content={"result": 42})
     assert _fr(n) == ("42", False)
+
+
+def test_refs_to_other_documents_or_nowhere_are_refused_in_one_line() -> None:
+    from agent_cli.tools.mcp_tools import local_refs_problem, make_validator
+
+    ok = {"type": "object", "$defs": {"tz": {"type": "string"}, "a/b": {"type": "integer"}},
+          "properties": {"tz": {"$ref": "#/$defs/tz"}, "n": {"$ref": "#/$defs/a~1b"},
+                         "self": {"$ref": "#"}, "anchored": {"$ref": "#here"}},
+          "additionalProperties": {"$anchor": "here", "type": "null"}}
+    assert local_refs_problem(ok) is None
+    check = make_validator(ok)
+    assert check({"tz": "UTC", "n": 3}) == {"tz": "UTC", "n": 3}
+    with pytest.raises(ValueError, match="is not of type 'integer'"):
+        check({"n": "x"})
+    for ref, why in (("https://example.invalid/s.json", "never fetches"),
+                     ("other.json#/x", "never fetches"),
+                     ("#/$defs/missing", "does not resolve"),
+                     ("#nowhere", "does not resolve")):
+        schema = {"type": "object", "properties": {"v": {"$ref": ref}}}
+        problem = local_refs_problem(schema)
+        assert problem is not None and why in problem and "\n" not in problem
+        with pytest.raises(ValueError, match=why):
+            make_validator(schema)
+    deep: dict[str, Any] = {"type": "object"}
+    node = deep
+    for _ in range(300):
+        node["items"] = {"type": "array"}
+        node = node["items"]
+    assert local_refs_problem(deep) == "its input schema is nested too deeply"
+
+
+def test_an_unusable_schema_is_refused_with_one_line(tmp_path: Path) -> None:
+    from agent_cli.tools.mcp_tools import tool_entries
+
+    tool = mt.Tool(name="t", input_schema={"type": "object", "properties": {"x": {"type": 5}}})
+    entries = tool_entries("s", MCPServer(command="x"), [tool], lambda *a: None)  # type: ignore[arg-type,return-value]
+    entry = entries["s__t"]
+    assert entry.status == "refused" and len(entry.why) == 1
+    assert entry.why[0].startswith("unusable input schema: ") and "\n" not in entry.why[0]

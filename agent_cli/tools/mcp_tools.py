@@ -232,7 +232,9 @@ def tool_entries(server: str, config: MCPServer, listed: list[Any],
             try:
                 entry.tool = make_tool(server, config, entry, t, call)
             except Exception as e:  # a schema jsonschema cannot use: refuse that one tool
-                entry.status, entry.why = "refused", [f"unusable input schema: {e}"]
+                reason = getattr(e, "message", None) or str(e) or type(e).__name__
+                entry.status = "refused"
+                entry.why = [f"unusable input schema: {one_line(str(reason), 300)}"]
         entries[name] = entry
     return entries
 
