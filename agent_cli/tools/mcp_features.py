@@ -9,6 +9,7 @@ of its own. Nothing here imports the SDK at module level.
 from __future__ import annotations
 
 import contextlib
+import re
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
 
 INSTRUCTIONS_CAP = 4000
 """Characters of one server's `instructions` passed on to the model."""
+_TAG = re.compile(r"(?i)<\s*/?\s*mcp_server_instructions")
 
 
 class HubFeatures:
@@ -158,7 +160,8 @@ class HubFeatures:
         for st in self.servers.values():
             if st.state != "ready" or not st.instructions.strip():
                 continue
-            text = sanitize(st.instructions)
+            # A server must not close its own block and speak outside it.
+            text = _TAG.sub("[tag removed]", sanitize(st.instructions))
             if len(text) > INSTRUCTIONS_CAP:
                 text = (text[:INSTRUCTIONS_CAP]
                         + f"\n[... {len(text) - INSTRUCTIONS_CAP} characters cut ...]")
