@@ -175,7 +175,7 @@ class MCPHub(HubFeatures):
     ) -> None:
         self.registry = registry
         self.workspace = workspace
-        """A server's working folder unless its config names one."""
+        """The session's workspace; never a server's working folder (see _neutral_cwd)."""
         self.emit = emit
         self.pins = PinStore(home / "mcp-pins.json")
         self.pin_first_use = pin_first_use
