@@ -354,9 +354,12 @@ def tools(
         console.print(Text("  source: ", style="dim") + safe(tool.source, "dim"))
         console.print(Text("  args: ", style="dim") + safe(_args_summary(tool.schema())))
         console.print(Padding(safe(tool.description), (0, 0, 0, 2)))
+    from agent_cli.commands.mcp_cmd import print_tools
+
+    mcp_ok = print_tools(console, common.settings(), common.workspace_dir())
     for problem in report.errors:
         console.print(Text("plugin error: ", style="bold red") + safe(problem))
-    if report.errors:
+    if report.errors or not mcp_ok:
         raise typer.Exit(EXIT_ERROR)
 
 

@@ -13,7 +13,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from agent_cli.approval import DenyRule
 from agent_cli.errors import ConfigError
@@ -27,21 +27,53 @@ DEFAULT_SYSTEM = (
 
 
 class MCPServer(BaseModel):
+    """One `[mcp.servers.NAME]` table. `${VAR}` in `args`, `env`, `url` and `headers` is replaced
+    from agent-cli's environment when the server starts, so a token stays out of the file."""
+
     model_config = ConfigDict(extra="forbid")
 
-    command: str
+    type: Literal["stdio", "http", "sse"] | None = None
+    """Transport; default "http" when `url` is set, else "stdio"."""
+    command: str | None = None
     """Program that starts the server (stdio transport)."""
     args: list[str] = []
     env: dict[str, str] = {}
+    """Added to a minimal environment for a stdio server; `${VAR}` expanded."""
     cwd: str | None = None
+    """Working folder of a stdio server; default a new empty folder, never the workspace (a
+    `python -m server` must not pick up a `server.py` planted in a cloned repository)."""
+    url: str | None = None
+    """Endpoint of a streamable HTTP or SSE server."""
+    headers: dict[str, str] = {}
+    """HTTP headers for an http/sse server, e.g. {Authorization = "Bearer ${TOKEN}"}."""
     enabled: bool = True
-    timeout_s: float = 30.0
-    """Seconds for starting the server and for each call."""
+    startup_timeout_s: float = Field(30.0, gt=0)
+    """Seconds for the server to start and list its tools."""
+    timeout_s: float = Field(60.0, gt=0)
+    """Seconds for each call."""
     trusted: bool = False
     """Only a trusted server's readOnlyHint tools run without a panel."""
     mode: Literal["auto", "legacy", "2026-07-28"] = "auto"
     network: bool = False
     """Let the server open network (TCP) connections; off, it is confined like a command."""
+    enabled_tools: list[str] | None = None
+    """Only these of the server's tools are offered (remote names); default all."""
+    disabled_tools: list[str] = []
+    """These of the server's tools are never offered (remote names)."""
+
+    @model_validator(mode="after")
+    def _transport_fields(self) -> MCPServer:
+        kind = self.transport
+        if kind == "stdio" and not self.command:
+            raise ValueError("a stdio server needs command = \"PROGRAM\" (or set url for http)")
+        if kind in ("http", "sse") and not self.url:
+            raise ValueError(f"a {kind} server needs url = \"http://...\"")
+        return self
+
+    @property
+    def transport(self) -> str:
+        """The transport in use: the explicit `type`, else http when a url is given."""
+        return self.type or ("http" if self.url else "stdio")
 
 
 class Settings(BaseModel):

@@ -420,13 +420,18 @@ class Loop:
                 if problem:
                     out = ToolOutput(f"{out.content}\nBut the effect could not be confirmed: "
                                      f"{problem}", True)
-        return self._result(call.id, call.tool.name, out.content, out.is_error, duration)
+        return self._result(call.id, call.tool.name, out.content, out.is_error, duration,
+                            out.images)
 
     def _result(self, call_id: str, name: str, content: str, is_error: bool,
-                duration: float) -> dict[str, Any]:
+                duration: float, images: list[dict[str, str]] | None = None) -> dict[str, Any]:
         capped, truncated = cap_output(content, self.limits.output_cap)
         self._emit_result(call_id, name, capped, is_error, duration, truncated)
         block: dict[str, Any] = {"type": "tool_result", "tool_use_id": call_id, "content": capped}
+        if images:  # image blocks beside the text (the Anthropic shape; providers convert it)
+            block["content"] = [{"type": "text", "text": capped}, *(
+                {"type": "image", "source": {"type": "base64", "media_type": i["media_type"],
+                                             "data": i["data"]}} for i in images)]
         if is_error:
             block["is_error"] = True
         return block

@@ -12,6 +12,12 @@ shutdown, and the per-call overhead of an MCP tool against a built-in one.
    `multiply` vs the trusted `time__get_current_time` (both read: no panel); per-call time and the
    difference. Also the bare bridge call (`MCPHub.call`) alone.
 
+4. In process: attach() with the four npm reference servers configured (everything,
+   filesystem, memory, sequential-thinking; `npm ci --prefix tests/npm`): attach() returns /
+   all four ready / close().
+5. The bare bridge call of one tool (`echo` of tests/mcp_e2e/hostile_server.py) over stdio
+   and over streamable HTTP (the same server on a loopback port).
+
 Needs the mcp extra and the two servers (pip install mcp mcp-server-time mcp-server-git).
 Figures only; nothing is asserted. Unix only (pty).
 """
@@ -226,17 +232,110 @@ def bench_calls(calls: int, tmp: Path) -> None:
     session.close()
 
 
+def bench_four(runs: int, tmp: Path) -> None:
+    from agent_cli.approval import ScriptedApprover
+    from agent_cli.config import MCPServer, Settings
+    from agent_cli.providers.scripted import ScriptedProvider
+    from agent_cli.session import Session
+    from agent_cli.tools.loader import load_tools
+    from agent_cli.tools.mcp_bridge import attach
+
+    bin_dir = REPO / "tests" / "npm" / "node_modules" / ".bin"
+    names = ("everything", "filesystem", "memory", "sequential-thinking")
+    if not all((bin_dir / f"mcp-server-{n}").exists() for n in names):
+        print("4. skipped: run `npm ci --prefix tests/npm` for the four reference servers")
+        return
+    print("4. in process, four npm reference servers: attach() returns / all ready / close()")
+    returns, ready, closes = [], [], []
+    for i in range(runs):
+        os.environ["AGENT_CLI_HOME"] = str(tmp / f"four-home-{i}")
+        servers = {n: MCPServer(command=str(bin_dir / f"mcp-server-{n}"), mode="legacy",
+                                args=[str(tmp)] if n == "filesystem" else [],
+                                env={"MEMORY_FILE_PATH": str(tmp / f"mem-{i}.jsonl")})
+                   for n in names}
+        registry, _ = load_tools([])
+        session = Session(Settings(provider="scripted", mcp={"servers": servers}),
+                          workspace=tmp, provider=ScriptedProvider([]), registry=registry,
+                          approver=ScriptedApprover([]))
+        t0 = time.monotonic()
+        hub = attach(session)
+        returns.append(time.monotonic() - t0)
+        assert hub is not None
+        hub.wait_ready()
+        ready.append(time.monotonic() - t0)
+        states = {s["name"]: s["state"] for s in hub.snapshot()}
+        t1 = time.monotonic()
+        session.close()
+        closes.append(time.monotonic() - t1)
+    print(f"   states: {states}")
+    print(f"   attach() returns: {fmt(returns, 'ms', 1000)}")
+    print(f"   all four ready:   {fmt(ready)}")
+    print(f"   close():          {fmt(closes)}")
+
+
+def bench_http(calls: int, tmp: Path) -> None:
+    import socket
+
+    from agent_cli.config import MCPServer
+    from agent_cli.tools.base import ToolContext
+    from agent_cli.tools.mcp_bridge import MCPHub
+    from agent_cli.tools.registry import Registry
+
+    server = REPO / "tests" / "mcp_e2e" / "hostile_server.py"
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    proc = subprocess.Popen([PY, str(server), "http", str(port)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    try:
+        end = time.monotonic() + 60
+        while time.monotonic() < end:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        hub = MCPHub({"local": MCPServer(command=PY, args=[str(server)], mode="legacy"),
+                      "web": MCPServer(url=f"http://127.0.0.1:{port}/mcp", mode="legacy")},
+                     Registry(), None, home=tmp / "http-home", session_id="bench")
+        hub.start()
+        hub.wait_ready()
+        ctx = ToolContext(workspace=tmp, timeout_s=30, output_cap=30_000)
+        print(f"5. one bare call of echo ({calls} calls each): stdio vs streamable HTTP")
+        for name in ("local", "web"):
+            times = []
+            for _ in range(calls):
+                t0 = time.monotonic()
+                out = hub.call(name, "echo", {"text": "x"}, ctx)
+                times.append(time.monotonic() - t0)
+                assert not out.is_error, out.content
+            label = "stdio" if name == "local" else "http "
+            print(f"   {label}: {fmt(times, 'ms', 1000)}")
+        hub.close()
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("--only", choices=["four", "http"], help="run one new part only")
     opts = parser.parse_args()
+    if opts.only:
+        with tempfile.TemporaryDirectory(prefix="bench-mcp-") as d:
+            (bench_four if opts.only == "four" else bench_http)(
+                opts.runs if opts.only == "four" else opts.calls, Path(d))
+        return
     with tempfile.TemporaryDirectory(prefix="bench-mcp-") as d:
         tmp = Path(d)
         repo = make_repo(tmp)
         bench_prompt(opts.runs, tmp, repo)
         bench_ready(opts.runs, tmp, repo)
         bench_calls(opts.calls, tmp)
+        bench_four(opts.runs, tmp)
+        bench_http(opts.calls, tmp)
 
 
 if __name__ == "__main__":

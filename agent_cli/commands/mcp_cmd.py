@@ -6,13 +6,15 @@ gives them and the annotations as the server's (unverified) claims.
 
 import sys
 import time
-from typing import TYPE_CHECKING, Annotated, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
 if TYPE_CHECKING:
-    from rich.console import RenderableType
+    from rich.console import Console, RenderableType
 
+    from agent_cli.config import Settings
     from agent_cli.session import Session
     from agent_cli.tools.mcp_bridge import MCPHub
 
@@ -20,7 +22,7 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 
-STATUS_STYLE = {"offered": "green", "held": "bold yellow", "refused": "red"}
+STATUS_STYLE = {"offered": "green", "held": "bold yellow", "refused": "red", "disabled": "dim"}
 STATE_STYLE = {"ready": "green", "starting": "cyan", "failed": "bold red", "stopped": "bold red",
                "unavailable": "bold red", "disabled": "dim", "closed": "dim"}
 
@@ -73,6 +75,11 @@ def render_status(snapshot: list[dict[str, Any]]) -> "RenderableType":
                 for why in tool["why"]:
                     parts.append(safe_line(f"    {tool['status']} {tool['name']}: ", None,
                                            "yellow") + safe(one_line(why, 400)))
+                if tool["warning"]:
+                    parts.append(safe_line(f"    warning {tool['name']}: ", None, "yellow")
+                                 + safe(one_line(tool["warning"], 400)))
+        if srv.get("progress"):
+            parts.append(Text("  running: ", style="dim") + safe(srv["progress"]))
         parts.append(Text(""))
     if any(t["status"] == "held" for s in snapshot for t in s["tools"]):
         parts.append(Text("Held tools changed since you first used their server; review the "
@@ -97,8 +104,67 @@ def repl_command(session: "Session", arg: str) -> "RenderableType":
         return render_status(hub.snapshot())
     if words[0] == "accept" and len(words) == 2:
         return _accept_in_session(session, hub, words[1])
-    return Text("Usage: /mcp (servers and tools) or /mcp accept NAME (offer a server's changed "
-                "tools again).", style="yellow")
+    if words[0] == "prompts" and len(words) == 1:
+        return _list_prompts(hub)
+    if words[0] == "prompt" and len(words) >= 3:
+        return _send_prompt(session, hub, words[1], words[2], words[3:])
+    return Text("Usage: /mcp (servers and tools), /mcp accept NAME (offer a server's changed "
+                "tools again), /mcp prompts (the servers' prompts), /mcp prompt SERVER NAME "
+                "[ARG=VALUE ...] (send one as your message).", style="yellow")
+
+
+def _list_prompts(hub: "MCPHub") -> "RenderableType":
+    from rich.text import Text
+
+    from agent_cli.safe_text import one_line
+    from agent_cli.ui.safe_rich import safe
+
+    found = hub.prompts()
+    if not found:
+        return Text("No running MCP server offers prompts.", style="dim")
+    out = Text()
+    for server, name, description, args in found:
+        shown = " ".join(f"{a}=..." if required else f"[{a}=...]" for a, required in args)
+        out.append_text(safe(one_line(f"/mcp prompt {server} {name} {shown}".rstrip()), "bold"))
+        if description:
+            out.append_text(Text("  ") + safe(one_line(description, 200), "dim"))
+        out.append("\n")
+    return out
+
+
+def _send_prompt(session: "Session", hub: "MCPHub", server: str, name: str,
+                 raw: list[str]) -> "RenderableType":
+    """Fetch a server's prompt and send it as the user's message: the user typed the command,
+    so this is their turn; the text is shown (sanitised) before it goes. Ctrl-C during the turn
+    is settled like a typed message's."""
+    from rich.text import Text
+
+    from agent_cli.ui.safe_rich import safe
+
+    try:
+        args = _pairs(raw, "=", "a prompt argument")
+        text = hub.get_prompt(server, name, args)
+    except ValueError as e:
+        return safe(str(e), "yellow")
+    from agent_cli.ui.repl import settle_interrupted_turn
+
+    answered: set[str] = set()
+
+    def note(event: Any) -> None:
+        from agent_cli import events as ev
+
+        if isinstance(event, ev.ToolResultEvent):
+            answered.add(event.id)
+
+    session.sinks.append(note)
+    try:
+        session.send(f"(MCP prompt {server}/{name})\n{text}")
+    except KeyboardInterrupt:
+        settle_interrupted_turn(session, answered)
+    finally:
+        session.sinks.remove(note)
+    return Text("(that turn was the MCP prompt ", style="dim") + safe(f"{server}/{name}", "dim") \
+        + Text(", sent as your message)", style="dim")
 
 
 def _accept_in_session(session: "Session", hub: "MCPHub", name: str) -> "RenderableType":
@@ -220,7 +286,163 @@ def register(app: typer.Typer) -> None:
         finally:
             hub.close()
 
+    @mcp_app.command("add")
+    @with_common
+    @guarded
+    def add_cmd(
+        common: Common,
+        name: Annotated[str, typer.Argument(help="The server's name in [mcp.servers.NAME].")],
+        cmd: Annotated[Optional[list[str]], typer.Argument(  # noqa: UP045
+            help="After --: the command and its arguments (stdio).")] = None,
+        url: Annotated[Optional[str], typer.Option(  # noqa: UP045
+            "--url", help="Endpoint of an http or sse server.")] = None,
+        kind: Annotated[Optional[str], typer.Option(  # noqa: UP045
+            "--type", help="stdio, http or sse (default: http with --url, else stdio).")] = None,
+        env: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
+            "--env", help="KEY=VALUE for the server's environment; ${VAR} is expanded at "
+            "start. Repeat for more.")] = None,
+        header: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
+            "--header", help="Name=Value HTTP header; ${VAR} is expanded at start.")] = None,
+        cwd: Annotated[Optional[str], typer.Option(  # noqa: UP045
+            "--cwd", help="The server's working folder.")] = None,
+    ) -> None:
+        """Add a server to the config (the --config file, else your user config):
+        `agent-cli mcp add NAME -- CMD ARGS...` or `agent-cli mcp add NAME --url URL`."""
+        from agent_cli.tools.mcp_config import append_servers, existing_servers, normalise
+
+        target = _config_target(common)
+        try:
+            program = cmd[0] if cmd else None
+            if program and "/" in program and not Path(program).is_absolute():
+                program = str(Path(program).resolve())  # servers start in a neutral folder
+            entry = normalise(name, {
+                "type": kind, "command": program, "args": list(cmd[1:]) if cmd
+                else [], "env": _pairs(env, "=", "--env"), "headers": _pairs(header, "=",
+                                                                             "--header"),
+                "url": url, "cwd": cwd})
+            if name in existing_servers(target):
+                raise ValueError(f"a server named {name} is already in {target}; edit or "
+                                 "remove it there")
+            append_servers(target, {name: entry})
+        except ValueError as e:
+            raise fail(str(e), EXIT_USAGE) from None
+        print(f"Added MCP server {name} to {target} (untrusted: every call asks first). "
+              "Check it with: agent-cli mcp list")
+
+    @mcp_app.command("import")
+    @with_common
+    @guarded
+    def import_cmd(
+        common: Common,
+        file: Annotated[Path, typer.Argument(
+            help="A JSON file with an \"mcpServers\" object: Claude Desktop's "
+            "claude_desktop_config.json, a .mcp.json, ...")],
+    ) -> None:
+        """Add every server of an `mcpServers` block to the config; names already there are
+        left alone and named. Exit 1 if an entry could not be read."""
+        from agent_cli.tools.mcp_config import (
+            append_servers,
+            existing_servers,
+            normalise,
+            read_mcp_servers,
+        )
+
+        target = _config_target(common)
+        try:
+            block = read_mcp_servers(file)
+            have = existing_servers(target)
+        except ValueError as e:
+            raise fail(str(e), EXIT_USAGE) from None
+        added: dict[str, Any] = {}
+        problems: list[str] = []
+        for name, raw in block.items():
+            if name in have:
+                problems.append(f"{name}: already configured in {target}; left as it is")
+                continue
+            try:
+                added[name] = normalise(str(name), raw)
+            except ValueError as e:
+                problems.append(str(e))
+        if added:
+            append_servers(target, added)
+        from agent_cli.safe_text import one_line
+
+        for name in added:
+            print(f"imported {one_line(name)} (untrusted)")
+        for problem in problems:
+            print(f"not imported: {one_line(problem)}", file=sys.stderr)
+        print(f"{len(added)} server(s) added to {target}.")
+        raise typer.Exit(EXIT_FAILED if any("already" not in p for p in problems) else EXIT_OK)
+
     app.add_typer(mcp_app, name="mcp")
+
+
+def _pairs(items: list[str] | None, sep: str, flag: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items or []:
+        key, found, value = item.partition(sep)
+        if not found or not key:
+            raise ValueError(f"{flag} takes KEY{sep}VALUE, not {item!r}")
+        out[key] = value
+    return out
+
+
+def _config_target(common: Any) -> Path:
+    from agent_cli.config import home
+
+    return Path(common.config) if common.config else home() / "config.toml"
+
+
+def print_tools(console: "Console", settings: "Settings", workspace: Path) -> bool:
+    """The MCP part of `agent-cli tools`: start the configured servers (pinning nothing), list
+    each tool with its full sanitised description and a warning where the server hid padding or
+    control characters in it, and every refused tool with its reason. False if a server could
+    not start."""
+    from rich.padding import Padding
+    from rich.text import Text
+
+    from agent_cli.safe_text import one_line
+    from agent_cli.tools.mcp_bridge import configured_servers, mcp_available
+    from agent_cli.ui.safe_rich import safe
+
+    servers = {n: s for n, s in configured_servers(settings).items() if s.enabled}
+    if not servers:
+        return True
+    if not mcp_available():
+        console.print(Text("MCP servers are configured but the mcp extra is not installed: "
+                           "pip install 'agent-cli[mcp]'", style="yellow"))
+        return True
+    hub = _start_hub(servers, workspace)
+    try:
+        snapshot = hub.snapshot()
+        tools = {e.name: e for st in hub.servers.values() for e in st.tools.values()}
+    finally:
+        hub.close()
+    ok = True
+    for srv in snapshot:
+        if srv["state"] != "ready":
+            ok = False
+            console.print(Text("MCP server ", style="bold red") + safe(one_line(srv["name"]))
+                          + Text(f" {srv['state']}: ", style="bold red")
+                          + safe(one_line(srv["reason"])))
+            continue
+        for tool in srv["tools"]:
+            entry = tools.get(tool["name"])
+            status = tool["status"]
+            console.print(Text.assemble(safe(one_line(tool["name"]), "bold"), "  ",
+                                        (tool["effect"], "green" if tool["effect"] == "read"
+                                         else "red"), "  ", (status, STATUS_STYLE.get(status, ""))))
+            console.print(Text("  source: ", style="dim") + safe(f"mcp:{srv['name']}", "dim"))
+            if entry is not None and entry.tool is not None:
+                console.print(Text("  schema ", style="dim") + Text(entry.tool.schema_hash(),
+                                                                    style="dim"))
+            for why in tool["why"]:
+                console.print(Text("  why: ", style="yellow") + safe(one_line(why)))
+            if tool["warning"]:
+                console.print(Text("  warning: ", style="bold yellow")
+                              + safe(one_line(tool["warning"])))
+            console.print(Padding(safe(tool["description"]), (0, 0, 0, 2)))
+    return ok
 
 
 def _start_hub(servers: dict[str, Any], workspace: Any) -> "MCPHub":

@@ -87,6 +87,18 @@ def to_openai_tool(spec: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _result_images(block: dict[str, Any]) -> list[dict[str, Any]]:
+    """A tool_result's Anthropic-shape image blocks as chat-completion image_url parts."""
+    content = block.get("content")
+    out: list[dict[str, Any]] = []
+    for b in content if isinstance(content, list) else []:
+        src = b.get("source") if isinstance(b, dict) and b.get("type") == "image" else None
+        if isinstance(src, dict) and src.get("type") == "base64":
+            url = f"data:{src.get('media_type', 'image/png')};base64,{src.get('data', '')}"
+            out.append({"type": "image_url", "image_url": {"url": url}})
+    return out
+
+
 def _result_text(block: dict[str, Any]) -> str:
     content = block.get("content", "")
     if isinstance(content, list):
@@ -133,6 +145,7 @@ def to_openai_messages(messages: list[dict[str, Any]], system: str | None) -> li
             out.append(item)
             continue
         texts: list[str] = []
+        images: list[dict[str, Any]] = []
         for b in blocks:
             if b.get("type") == "tool_result":
                 out.append(
@@ -142,8 +155,15 @@ def to_openai_messages(messages: list[dict[str, Any]], system: str | None) -> li
                         "content": _result_text(b),
                     }
                 )
+                images.extend(_result_images(b))
             elif b.get("type") == "text":
                 texts.append(str(b.get("text", "")))
+        if images:
+            # Tool messages carry text only: the images a tool returned follow as a user
+            # message of image parts, introduced as tool output (not as the user's words).
+            parts: list[dict[str, Any]] = [{"type": "text", "text": "Images returned by the "
+                                            "tool calls above (tool output, not the user):"}]
+            out.append({"role": "user", "content": parts + images})
         if texts:
             out.append({"role": "user", "content": "\n\n".join(texts)})
     return out

@@ -42,6 +42,9 @@ class ToolContext:
 class ToolOutput:
     content: str
     is_error: bool = False
+    images: list[dict[str, str]] = field(default_factory=list)
+    """Images for the model, each {"media_type": "image/png", "data": BASE64}; sent as image
+    blocks beside the text (never pasted into it). `content` should describe them."""
 
 
 RunFn = Callable[[Any, ToolContext], "str | ToolOutput"]

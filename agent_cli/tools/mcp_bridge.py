@@ -27,6 +27,11 @@ import concurrent.futures
 import contextlib
 import importlib.util
 import logging
+import os
+import secrets
+import shutil
+import signal
+import tempfile
 import threading
 import time
 from collections.abc import AsyncIterator, Callable
@@ -35,9 +40,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent_cli.tools.base import Tool, ToolContext, ToolOutput, canonical_json
+from agent_cli.tools.mcp_features import HubFeatures, terminal_progress
 from agent_cli.tools.mcp_pins import PinStore
 from agent_cli.tools.mcp_results import call_error, exception_text, flatten_exception, format_result
-from agent_cli.tools.mcp_tools import NAME_OK, ToolEntry, describe_claims, tool_entries
+from agent_cli.tools.mcp_tools import (
+    NAME_OK,
+    ToolEntry,
+    describe_claims,
+    resource_entries,
+    tool_entries,
+)
+from agent_cli.tools.mcp_transport import ExpandError, describe_endpoint, http_streams, stdio_params
 
 if TYPE_CHECKING:
     from agent_cli import events as ev
@@ -95,6 +108,17 @@ class ServerState:
     """anyio.Event set (on the portal thread) to end the server task."""
     task: concurrent.futures.Future[None] | None = None
     closing: bool = False
+    marker: str = field(default_factory=lambda: secrets.token_hex(12))
+    """In the environment of every process a stdio server starts, so close can end them all,
+    also those that left its process group."""
+    instructions: str = ""
+    """The server's `instructions`, as it sent them (sanitised when passed on)."""
+    relist: Any = None
+    """anyio memory stream (send side): a tools/list_changed notification puts a token here."""
+    progress: str = ""
+    """The latest progress notification of a running call, for `/mcp`."""
+    dirty: bool = False
+    """A tools/list_changed arrived and the tools were not listed again since."""
 
 
 class _EofWatch:
@@ -135,7 +159,7 @@ class _EofWatch:
         return getattr(self._inner, name)
 
 
-class MCPHub:
+class MCPHub(HubFeatures):
     """Owns the portal thread and every configured server; see the module docstring."""
 
     def __init__(
@@ -151,7 +175,7 @@ class MCPHub:
     ) -> None:
         self.registry = registry
         self.workspace = workspace
-        """A server's working folder unless its config names one."""
+        """The session's workspace; never a server's working folder (see _neutral_cwd)."""
         self.emit = emit
         self.pins = PinStore(home / "mcp-pins.json")
         self.pin_first_use = pin_first_use
@@ -177,9 +201,39 @@ class MCPHub:
         self._files: list[Any] = []
         self._log_handler: logging.Handler | None = None
         self._closed = False
+        self._cwd: Path | None = None
+        self.on_progress: Callable[[str], None] | None = None
+        """Called (on the MCP thread) with each sanitised progress line of a running call;
+        attach() sets it to a write to the terminal's stderr when there is one."""
+        self._check_name_clashes()
         enabled = [n for n, s in self.servers.items() if s.config.enabled]
         if enabled and not self.available:
             self.note(MISSING_EXTRA.format(names=", ".join(enabled)), "mcp_error")
+
+    def _check_name_clashes(self) -> None:
+        """Two servers whose names normalise alike (`files.a`, `files_a`) would give their tools
+        one registry name: refuse the later one, naming both, instead of one shadowing the
+        other."""
+        seen: dict[str, str] = {}
+        for name, st in self.servers.items():
+            key = NAME_OK.sub("_", name)
+            if key not in seen:
+                seen[key] = name
+                continue
+            if st.state in ("disabled",):
+                continue
+            st.state = "failed"
+            st.reason = (f"its name becomes {key} in tool names, like the server "
+                         f"{seen[key]}; rename one of them in the config")
+            self.note(f"MCP server {name} is not started: {st.reason}.", "mcp_error")
+            st.ready.set()
+
+    def _neutral_cwd(self) -> Path:
+        """An empty private folder for stdio servers with no `cwd`: never the workspace, so
+        `python -m server` cannot run a `server.py` planted in a cloned repository."""
+        if self._cwd is None:
+            self._cwd = Path(tempfile.mkdtemp(prefix="agent-cli-mcp-cwd-"))
+        return self._cwd
 
     # -- lifecycle (main thread) ---------------------------------------------------------------
 
@@ -189,11 +243,12 @@ class MCPHub:
         todo = [s for s in self.servers.values() if s.state == "starting"]
         if not todo or self._boot is not None:
             return
-        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self.log_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self._neutral_cwd()
         self._route_sdk_logging()
         now = time.monotonic()
         for st in todo:  # bounds the wait for the boot and the SDK import; _serve resets it
-            st.deadline = now + BOOT_HEAD_START_S + BOOT_ALLOWANCE_S + st.config.timeout_s
+            st.deadline = now + BOOT_HEAD_START_S + BOOT_ALLOWANCE_S + st.config.startup_timeout_s
         self._boot = threading.Thread(target=self._boot_servers, args=(todo,),
                                       name="agent-cli-mcp-boot", daemon=True)
         self._boot.start()
@@ -282,16 +337,41 @@ class MCPHub:
                 self._thread.join(STOP_GRACE_S)
             self._portal = None
         atexit.unregister(self.close)
+        self._end_leftovers()
         for st in self.servers.values():
             if st.state in ("ready", "starting"):
                 st.state = "closed"
         self._drop_all_tools()
+        if self._cwd is not None:
+            shutil.rmtree(self._cwd, ignore_errors=True)
         for f in self._files:
             with contextlib.suppress(OSError):
                 f.close()
         if self._log_handler is not None:
             logging.getLogger("mcp").removeHandler(self._log_handler)
             self._log_handler.close()
+
+    def _end_leftovers(self) -> None:
+        """End every process a stdio server started that outlived it: the SDK ends the server's
+        process group, but a child that called setsid (or a daemon) left that group. Each carries
+        its server's marker in its environment; SIGTERM, a short grace, then SIGKILL."""
+        from agent_cli.tools.procs import is_running, marked_pids
+
+        markers = [st.marker for st in self.servers.values()
+                   if st.config.transport == "stdio" and st.state != "disabled"]
+        if not markers or not os.path.isdir("/proc/self"):
+            return
+        pids = [pid for m in markers for pid in marked_pids(m)]
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, sig)
+            end = time.monotonic() + 2.0
+            while any(is_running(p) for p in pids) and time.monotonic() < end:
+                time.sleep(0.02)
+            pids = [p for p in pids if is_running(p)]
+            if not pids:
+                return
 
     def _route_sdk_logging(self) -> None:
         """The SDK logs through `logging`; with no handler Python would print warnings to the
@@ -403,6 +483,11 @@ class MCPHub:
         except RuntimeError:
             return ToolOutput(f"MCP server {server} is shutting down; the call was not sent.",
                               True)
+        return self._wait(future, ctx)
+
+    @staticmethod
+    def _wait(future: concurrent.futures.Future[ToolOutput], ctx: ToolContext) -> ToolOutput:
+        """Wait for a call on the portal, turning Ctrl-C (ctx.cancel) into a cancellation."""
         while True:
             try:
                 return future.result(timeout=0.05)
@@ -424,9 +509,14 @@ class MCPHub:
         client = st.client
         if client is None:
             return ToolOutput(f"MCP server {st.name} is not running.", True)
+
+        async def progress(done: float, total: float | None, message: str | None) -> None:
+            self._progress(st, remote, done, total, message)
+
         try:
             with anyio.fail_after(timeout + 1.0):
-                result = await client.call_tool(remote, args, read_timeout_seconds=timeout)
+                result = await client.call_tool(remote, args, read_timeout_seconds=timeout,
+                                                progress_callback=progress)
         except Exception as e:
             mapped = call_error(st.name, timeout, e)
             if mapped is None:
@@ -435,8 +525,11 @@ class MCPHub:
             if lost is not None:
                 self._lost(st, lost)
             return output
-        text, is_error = format_result(result)
-        return ToolOutput(text, is_error)
+        finally:
+            st.progress = ""
+        if st.dirty:  # the call changed the server's tools: the next request should see them
+            await self._relist(st, client)
+        return format_result(result)
 
     def _lost(self, st: ServerState, why: str) -> None:
         """The server went away (on the portal thread): drop its tools at the next sync."""
@@ -456,7 +549,8 @@ class MCPHub:
 
         cancelled = anyio.get_cancelled_exc_class()
         st.stop = anyio.Event()
-        st.deadline = time.monotonic() + BOOT_ALLOWANCE_S + st.config.timeout_s
+        startup = st.config.startup_timeout_s
+        st.deadline = time.monotonic() + BOOT_ALLOWANCE_S + startup
         # Importing the SDK takes ~0.35 s: do it off the event loop, which must stay free to
         # accept the other servers' start requests without blocking the main thread.
         try:
@@ -471,18 +565,36 @@ class MCPHub:
             return
         self._files.append(errlog)
         started = anyio.Event()
+        relist_send, relist_recv = anyio.create_memory_object_stream[None](1)
+        st.relist = relist_send
 
-        st.deadline = time.monotonic() + st.config.timeout_s
+        st.deadline = time.monotonic() + startup
 
         async def watchdog(scope: anyio.CancelScope) -> None:
             # Fail at the deadline itself (not after the slow kill of a hung process), so
             # the one line about it is there when the first request waits for the servers.
-            with anyio.move_on_after(st.config.timeout_s):
+            with anyio.move_on_after(startup):
                 await started.wait()
                 return
             if st.state == "starting":
                 self._failed(st, self._timeout_text(st))
                 scope.cancel()
+
+        async def relister(client: Any) -> None:
+            async for _ in relist_recv:
+                await self._relist(st, client)
+
+        async def listener(client: Any) -> None:
+            # 2026-07-28 servers announce changes on a subscriptions/listen stream instead of
+            # a notification; older ones are handled by on_message in _connect.
+            if str(client.protocol_version) < "2026-07-28":
+                return
+            with contextlib.suppress(Exception):
+                async with client.listen(tools_list_changed=True) as sub:
+                    async for _event in sub:
+                        st.dirty = True
+                        with contextlib.suppress(Exception):
+                            relist_send.send_nowait(None)
 
         try:
             with anyio.CancelScope() as scope:
@@ -490,10 +602,14 @@ class MCPHub:
                     tg.start_soon(watchdog, scope)
                     async with self._connect(st, errlog) as client:
                         listed = await self._list_tools(client)
-                        self._ready(st, client, listed)
+                        resources = self._has_resources(client)
+                        self._ready(st, client, listed, resources)
                         started.set()
+                        tg.start_soon(relister, client)
+                        tg.start_soon(listener, client)
                         await st.stop.wait()
                         st.client = None
+                        tg.cancel_scope.cancel()
         except cancelled:
             raise
         except BaseException as e:  # connect failures arrive as nested exception groups
@@ -504,7 +620,9 @@ class MCPHub:
             elif st.state == "starting":
                 leaf = flatten_exception(e)
                 text = exception_text(e)
-                if "timed out" in text or isinstance(leaf, TimeoutError):
+                if isinstance(leaf, ExpandError):
+                    text = str(leaf)
+                elif "timed out" in text or isinstance(leaf, TimeoutError):
                     text = self._timeout_text(st)
                 elif text in ("Connection closed", "MCPError: Connection closed"):
                     text = "it exited or closed the connection before the handshake finished"
@@ -513,43 +631,82 @@ class MCPHub:
                 self._lost(st, exception_text(e))
         finally:
             st.client = None
+            st.relist = None
             st.ready.set()
+
+    async def _relist(self, st: ServerState, client: Any) -> None:
+        """List the tools again after a tools/list_changed (once per notification burst)."""
+        if not st.dirty:
+            return
+        st.dirty = False
+        try:
+            listed = await self._list_tools(client)
+        except Exception as e:  # keep the old list; say so once per failure
+            self.note(f"MCP server {st.name} said its tools changed, but listing them failed "
+                      f"({exception_text(e)}); its old tools stay.", "mcp_error")
+            return
+        self._relisted(st, listed)
 
     @staticmethod
     def _timeout_text(st: ServerState) -> str:
-        text = f"it did not finish starting within {st.config.timeout_s:g} s"
+        text = f"it did not finish starting within {st.config.startup_timeout_s:g} s"
         if st.config.mode == "auto":
             text += (" (a server that ignores the 2026-07-28 discovery request costs 10 s in "
                      'mode "auto": try mode = "legacy" for it)')
         return text
 
+    @staticmethod
+    def _has_resources(client: Any) -> bool:
+        caps = getattr(client, "server_capabilities", None)
+        return getattr(caps, "resources", None) is not None
+
     @contextlib.asynccontextmanager
     async def _connect(self, st: ServerState, errlog: Any) -> AsyncIterator[Any]:
-        from mcp import Client, StdioServerParameters, stdio_client
-        from mcp_types import Implementation
+        from mcp import Client, stdio_client
+        from mcp_types import (
+            Implementation,
+            LoggingMessageNotificationParams,
+            ToolListChangedNotification,
+        )
 
         from agent_cli import __version__
 
         cfg = st.config
-        params = StdioServerParameters(
-            command=cfg.command, args=list(cfg.args), env=dict(cfg.env) or None,
-            cwd=str(Path(cfg.cwd).expanduser()) if cfg.cwd else self.workspace)
-        from agent_cli.sandbox.mcp import confine_server  # the server runs confined (issue 12)
-
-        params = confine_server(params, name=st.name, network=cfg.network)
+        lost = "the connection closed"
 
         @contextlib.asynccontextmanager
         async def transport() -> AsyncIterator[Any]:
-            async with stdio_client(params, errlog=errlog) as (read, write):
-                yield _EofWatch(read, lambda: self._lost(st, "the connection closed")), write
+            if cfg.transport == "stdio":
+                params = stdio_params(cfg, self._neutral_cwd(), st.marker, st.name)
+                async with stdio_client(params, errlog=errlog) as (read, write):
+                    yield _EofWatch(read, lambda: self._lost(st, lost)), write
+            else:
+                async with http_streams(cfg, cfg.startup_timeout_s) as (read, write):
+                    yield read, write
 
-        client = Client(transport(), mode=cfg.mode, read_timeout_seconds=cfg.timeout_s,
+        async def on_message(message: Any) -> None:
+            if isinstance(message, ToolListChangedNotification) and st.relist is not None:
+                st.dirty = True
+                with contextlib.suppress(Exception):  # one pending re-list is enough
+                    st.relist.send_nowait(None)
+
+        async def on_log(params: LoggingMessageNotificationParams) -> None:
+            # The server's log lines go to its log file, never raw to the terminal.
+            from agent_cli.safe_text import one_line
+
+            data = params.data if isinstance(params.data, str) else canonical_json(params.data)
+            self._server_log(st, one_line(f"server log {params.level} {params.logger or ''}: "
+                                          f"{data}", 4000))
+
+        client = Client(transport(), mode=cfg.mode, read_timeout_seconds=cfg.startup_timeout_s,
                         client_info=Implementation(name="agent-cli", version=__version__),
-                        cache=None)
+                        cache=None, message_handler=on_message, logging_callback=on_log,
+                        log_level="info")
         async with client:
             st.protocol = str(client.protocol_version)
             info = client.server_info
             st.info = f"{info.name} {info.version}" if info is not None else ""
+            st.instructions = client.instructions or ""
             yield client
 
     @staticmethod
@@ -564,37 +721,82 @@ class MCPHub:
                 break
         return tools
 
-    def _entries(self, st: ServerState, listed: list[Any]) -> dict[str, ToolEntry]:
-        return tool_entries(st.name, st.config, listed, self.call)
+    def _entries(self, st: ServerState, listed: list[Any],
+                 resources: bool = False) -> dict[str, ToolEntry]:
+        entries = tool_entries(st.name, st.config, listed, self.call)
+        if resources:
+            for entry in resource_entries(st.name, st.config, self.resource):
+                entries.setdefault(entry.name, entry)
+        return entries
 
-    def _ready(self, st: ServerState, client: Any, listed: list[Any]) -> None:
-        entries = self._entries(st, listed)
-        defs = {e.remote: e.definition for e in entries.values() if e.status != "refused"}
+    def _pin_check(self, st: ServerState, entries: dict[str, ToolEntry]) -> list[str]:
+        """Hold every offered entry whose definition differs from its pin; returns the pinned
+        tools the server no longer lists. Resource tools are agent-cli's own: not pinned."""
+        defs = {e.remote: e.definition for e in entries.values()
+                if e.status != "refused" and not e.builtin}
         check = self.pins.check(st.name, defs, pin_first_use=self.pin_first_use)
         for entry in entries.values():
-            if entry.remote in check.held and entry.status == "offered":
+            if entry.remote in check.held and entry.status == "offered" and not entry.builtin:
                 entry.status, entry.why = "held", check.held[entry.remote]
+        return check.gone
+
+    def _ready(self, st: ServerState, client: Any, listed: list[Any],
+               resources: bool = False) -> None:
+        entries = self._entries(st, listed, resources)
+        gone = self._pin_check(st, entries)
         with self._lock:
             st.tools, st.client, st.state = entries, client, "ready"
             offered = [e.name for e in entries.values() if e.status == "offered"]
-            held = [e for e in entries.values() if e.status == "held"]
-            refused = [e for e in entries.values() if e.status == "refused"]
             self._notices.append((f"MCP server {st.name} ready: {len(offered)} tool"
                                   f"{'' if len(offered) == 1 else 's'}"
                                   f"{' (' + ', '.join(offered) + ')' if offered else ''}.",
                                   "mcp"))
-            for e in held:
+            self._entry_notices(st, entries.values())
+            if gone:
+                self._notices.append((f"MCP server {st.name} no longer lists: "
+                                      f"{', '.join(gone)}.", "mcp"))
+        st.ready.set()
+
+    def _entry_notices(self, st: ServerState, entries: Any) -> None:
+        """One line per held or refused tool (caller holds the lock)."""
+        for e in entries:
+            if e.status == "held":
                 self._notices.append((
                     f"MCP tool {e.name} is kept out: its definition changed since you accepted "
                     f"it ({'; '.join(e.why)}). Review and accept with /mcp accept {st.name} or "
                     f"`agent-cli mcp accept {st.name}`.", "mcp_pin"))
-            for e in refused:
-                self._notices.append((f"MCP tool {st.name}/{e.remote} is not offered: "
+            elif e.status == "refused":
+                self._notices.append((f"MCP tool {st.name}/{e.shown} is not offered: "
                                       f"{'; '.join(e.why)}.", "mcp_error"))
-            if check.gone:
-                self._notices.append((f"MCP server {st.name} no longer lists: "
-                                      f"{', '.join(check.gone)}.", "mcp"))
-        st.ready.set()
+            elif e.warning:
+                self._notices.append((f"MCP tool {e.name}: {e.warning}", "mcp_error"))
+
+    def _relisted(self, st: ServerState, listed: list[Any]) -> None:
+        """A tools/list_changed notification (portal thread): the new list replaces the old
+        one, each tool through the pin check again (a new or changed tool is held until the user
+        accepts it), and the user is told what changed. The registry follows at the next sync."""
+        if st.state != "ready":
+            return
+        resources = any(e.builtin for e in st.tools.values())
+        entries = self._entries(st, listed, resources)
+        self._pin_check(st, entries)
+        with self._lock:
+            old = st.tools
+            st.tools = entries
+            added = [e for n, e in entries.items() if n not in old]
+            removed = [e.name for n, e in old.items() if n not in entries]
+            changed = [e for n, e in entries.items()
+                       if n in old and old[n].definition != e.definition]
+            parts = []
+            if added:
+                parts.append("added " + ", ".join(e.name for e in added))
+            if removed:
+                parts.append("removed " + ", ".join(removed))
+            if changed:
+                parts.append("changed " + ", ".join(e.name for e in changed))
+            self._notices.append((f"MCP server {st.name} changed its tools: "
+                                  f"{'; '.join(parts) or 'no visible change'}.", "mcp"))
+            self._entry_notices(st, [*added, *changed])
 
     def _failed(self, st: ServerState, why: str) -> None:
         with self._lock:
@@ -616,10 +818,12 @@ class MCPHub:
                 out.append({
                     "name": st.name, "state": st.state, "reason": st.reason,
                     "trusted": st.config.trusted, "mode": st.config.mode,
-                    "command": " ".join([st.config.command, *st.config.args]),
+                    "command": describe_endpoint(st.config),
+                    "progress": st.progress,
                     "protocol": st.protocol, "info": st.info, "errlog": str(st.errlog),
                     "pinned": pinned[st.name],
-                    "tools": [{"name": e.name, "remote": e.remote, "effect": e.effect,
+                    "tools": [{"name": e.name, "remote": e.shown, "effect": e.effect,
+                               "description": e.description, "warning": e.warning,
                                "status": e.status, "why": list(e.why),
                                "claims": describe_claims(e.annotations),
                                "annotations": canonical_json(e.annotations)}
@@ -640,14 +844,20 @@ def attach(session: Session) -> MCPHub | None:
                  session_id=session.log_path.stem, workspace=session.workspace)
     session.mcp = hub
     previous = session.loop.prepare
+    base_system = session.loop.system
 
     def prepare(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
         hub.sync(wait=True)
+        extra = hub.instructions()
+        if extra:
+            session.loop.system = (base_system or "") + extra
         return previous(history) if previous is not None else history
 
     session.loop.prepare = prepare
+    hub.on_progress = terminal_progress()
     try:
         hub.start()
     except Exception as e:  # never let a broken MCP setup stop the session
         hub.note(f"MCP servers could not be started: {exception_text(e)}", "mcp_error")
     return hub
+

@@ -18,22 +18,36 @@ from typing import Any
 
 from agent_cli.tools.base import canonical_json, sha256_json
 
-PIN_FIELDS = ("name", "description", "inputSchema", "annotations")
+PIN_FIELDS = ("name", "title", "description", "inputSchema", "annotations")
+"""`title` counts only when the tool has one, so pins taken before it was pinned still match."""
 PINS_VERSION = 1
 
 
+def _pinned_fields(definition: dict[str, Any]) -> dict[str, Any]:
+    return {k: definition.get(k) for k in PIN_FIELDS
+            if k != "title" or definition.get("title") is not None}
+
+
 def definition_hash(definition: dict[str, Any]) -> str:
-    """Hash of the pinned fields only (name, description, inputSchema, annotations)."""
-    return sha256_json({k: definition.get(k) for k in PIN_FIELDS})
+    """Hash of the pinned fields only (name, title, description, inputSchema, annotations)."""
+    return sha256_json(_pinned_fields(definition))
 
 
-def _short(value: Any, limit: int = 120) -> str:
-    text = value if isinstance(value, str) else canonical_json(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+def _json(value: Any) -> str:
+    """The whole value, never a cut prefix: a change hidden past a cut is the point of an
+    attack on pins."""
+    return canonical_json(value)
 
 
-def _json(value: Any, limit: int = 120) -> str:
-    return _short(canonical_json(value), limit)
+def text_diff(before: str, after: str) -> list[str]:
+    """A unified diff of two texts, line by line, for descriptions and titles."""
+    import difflib
+
+    old, new = before.splitlines() or [""], after.splitlines() or [""]
+    if len(old) == 1 and len(new) == 1:
+        return [f"- {old[0]}", f"+ {new[0]}"]
+    return [ln.rstrip("\n") for ln in difflib.unified_diff(old, new, "pinned", "now",
+                                                            lineterm="", n=2)]
 
 
 def json_changes(old: Any, new: Any, path: str = "") -> list[str]:
@@ -63,8 +77,9 @@ def describe_changes(old: dict[str, Any] | None, new: dict[str, Any]) -> list[st
         before, after = old.get(fld), new.get(fld)
         if before == after:
             continue
-        if fld == "description":
-            lines.append(f"description: {_short(before or '')!r} -> {_short(after or '')!r}")
+        if fld in ("description", "title"):
+            lines.append(f"{fld} changed:")
+            lines.extend(f"  {ln}" for ln in text_diff(str(before or ""), str(after or "")))
         else:
             lines.extend(f"{fld}.{c}" if not c.startswith("(value)") else f"{fld}: {c[9:]}"
                          for c in json_changes(before, after))

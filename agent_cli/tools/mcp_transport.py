@@ -1,0 +1,94 @@
+"""How agent-cli reaches one MCP server: the stdio command it starts, or the HTTP/SSE endpoint.
+
+Kept apart from the bridge (mcp_bridge.py) so the two things a reviewer checks first are in one
+short place: what runs (`stdio_params` is the ONLY place a server's command line, environment
+and working folder are built), and what goes over the wire (`${VAR}` expansion of headers and
+URLs). Nothing here imports the SDK at module level.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agent_cli.tools.procs import MARKER_VAR
+
+if TYPE_CHECKING:
+    from agent_cli.config import MCPServer
+
+VAR_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+"""`${NAME}` or `${NAME:-default}`, as Claude Code and Codex spell it in their MCP configs."""
+
+
+class ExpandError(ValueError):
+    """A `${VAR}` in a server's config names a variable that is not set (and has no default)."""
+
+
+def expand(value: str, environ: Mapping[str, str] | None = None) -> str:
+    """Replace every `${VAR}` (or `${VAR:-default}`) in `value`; a missing one is an error that
+    names it, never an empty string sent to a server as a token."""
+    env = os.environ if environ is None else environ
+
+    def sub(m: re.Match[str]) -> str:
+        name, default = m.group(1), m.group(2)
+        if name in env:
+            return env[name]
+        if default is not None:
+            return default
+        raise ExpandError(f"the environment variable {name} is not set (the config uses "
+                          f"${{{name}}})")
+
+    return VAR_RE.sub(sub, value)
+
+
+def expand_map(values: Mapping[str, str], environ: Mapping[str, str] | None = None
+               ) -> dict[str, str]:
+    return {k: expand(v, environ) for k, v in values.items()}
+
+
+def stdio_params(cfg: MCPServer, cwd: Path, marker: str, name: str) -> Any:
+    """The StdioServerParameters for a stdio server: its command, `${VAR}`-expanded args and env
+    (on top of the SDK's minimal environment: API keys are not passed on), a marker so every
+    process it starts can be found and ended at close, and its working folder (the configured
+    `cwd`, or the neutral empty folder `cwd` the hub made; never the workspace by default)."""
+    from mcp import StdioServerParameters
+
+    env = expand_map(cfg.env)
+    env[MARKER_VAR] = marker
+    folder = Path(expand(cfg.cwd)).expanduser() if cfg.cwd else cwd
+    params = StdioServerParameters(command=expand(cfg.command or ""),
+                                   args=[expand(a) for a in cfg.args], env=env, cwd=str(folder))
+    from agent_cli.sandbox.mcp import confine_server  # the server runs confined (issue 12)
+
+    return confine_server(params, name=name, network=cfg.network)
+
+
+@contextlib.asynccontextmanager
+async def http_streams(cfg: MCPServer, timeout_s: float) -> AsyncIterator[tuple[Any, Any]]:
+    """The read/write streams of a streamable HTTP or SSE server, with its expanded headers."""
+    url = expand(cfg.url or "")
+    headers = expand_map(cfg.headers)
+    if cfg.transport == "sse":
+        from mcp.client.sse import sse_client
+
+        async with sse_client(url, headers=headers or None, timeout=timeout_s) as streams:
+            yield streams[0], streams[1]
+        return
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    async with (create_mcp_http_client(headers=headers or None) as http,
+                streamable_http_client(url, http_client=http) as streams):
+        yield streams[0], streams[1]
+
+
+def describe_endpoint(cfg: MCPServer) -> str:
+    """What `/mcp` and `mcp list` show as the server's command or URL (unexpanded: a token from
+    the environment is never printed)."""
+    if cfg.transport == "stdio":
+        return " ".join([cfg.command or "", *cfg.args])
+    return f"{cfg.transport} {cfg.url}"
