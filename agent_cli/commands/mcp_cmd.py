@@ -423,19 +423,20 @@ def print_tools(console: "Console", settings: "Settings", workspace: Path) -> bo
         if srv["state"] != "ready":
             ok = False
             console.print(Text("MCP server ", style="bold red") + safe(one_line(srv["name"]))
-                          + Text(f" {srv['state']}: ", style="bold red")
+                          + safe(f" {srv['state']}: ", "bold red")
                           + safe(one_line(srv["reason"])))
             continue
         for tool in srv["tools"]:
             entry = tools.get(tool["name"])
             status = tool["status"]
-            console.print(Text.assemble(safe(one_line(tool["name"]), "bold"), "  ",
-                                        (tool["effect"], "green" if tool["effect"] == "read"
-                                         else "red"), "  ", (status, STATUS_STYLE.get(status, ""))))
+            console.print(Text.assemble(
+                safe(one_line(tool["name"]), "bold"), "  ",
+                safe(tool["effect"], "green" if tool["effect"] == "read" else "red"), "  ",
+                safe(status, STATUS_STYLE.get(status, ""))))
             console.print(Text("  source: ", style="dim") + safe(f"mcp:{srv['name']}", "dim"))
             if entry is not None and entry.tool is not None:
-                console.print(Text("  schema ", style="dim") + Text(entry.tool.schema_hash(),
-                                                                    style="dim"))
+                console.print(Text("  schema ", style="dim") + safe(entry.tool.schema_hash(),
+                                                                    "dim"))
             for why in tool["why"]:
                 console.print(Text("  why: ", style="yellow") + safe(one_line(why)))
             if tool["warning"]:

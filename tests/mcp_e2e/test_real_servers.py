@@ -69,7 +69,8 @@ def test_filesystem_text_once_true_cut_and_images_as_blocks(workspace: Path, mar
 def test_memory_results_are_not_doubled(workspace: Path, marker: str, tmp_path: Path) -> None:
     entities = [{"name": "agent-cli", "entityType": "project", "observations": ["has MCP"]}]
     run = Run(workspace, {"mem": npm("mcp-server-memory", marker,
-                                     env={"MEMORY_FILE_PATH": str(tmp_path / "mem.jsonl")})},
+                                     env={"MEMORY_FILE_PATH": str(tmp_path / "mem.jsonl")},
+                                     cwd=str(tmp_path))},  # the confined server writes in its cwd
               [calls(use("c1", "mem__create_entities", {"entities": entities})), done()],
               answers=["y"])
     try:
@@ -145,11 +146,16 @@ def page() -> Iterator[str]:
         srv.server_close()
 
 
-def test_fetch_server_against_a_loopback_page(workspace: Path, marker: str, page: str) -> None:
+def test_fetch_server_against_a_loopback_page(workspace: Path, marker: str, page: str,
+                                             tmp_path: Path) -> None:
+    # A confined server needs `network = true` to reach the page. `raw` skips the server's
+    # readability step, which would `npm install` into site-packages on first use: a write the
+    # sandbox refuses (outside the server's cwd) and a download no test may make.
     server = MCPServer(command=PY, args=["-m", "mcp_server_fetch", "--allow-private-ips"],
-                       env={marker: "1"}, mode="legacy", trusted=True)
+                       env={marker: "1"}, cwd=str(tmp_path), mode="legacy", trusted=True,
+                       network=True)  # confined servers have no TCP unless the config says so
     run = Run(workspace, {"fetch": server},
-              [calls(use("f1", "fetch__fetch", {"url": page})), done()])
+              [calls(use("f1", "fetch__fetch", {"url": page, "raw": True})), done()])
     try:
         run.send()
         result = run.results()["f1"]
