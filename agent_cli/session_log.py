@@ -11,6 +11,7 @@ is the full description.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import hmac
 import json
@@ -124,7 +125,12 @@ class SessionLog:
         try:
             fd = open_private(path, os.O_WRONLY | os.O_APPEND)
         except (OSError, ValueError) as e:
-            reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+            if isinstance(e, OSError) and e.errno == errno.ENXIO:
+                reason = "it is a FIFO or socket, not a regular file"
+            elif isinstance(e, OSError):
+                reason = e.strerror or str(e)
+            else:
+                reason = str(e)
             raise LogError(f"The session log {path} cannot be written ({reason}); name a "
                            "regular file with --log, or leave --log out.") from None
         self._f: IO[bytes] = os.fdopen(fd, "ab")
