@@ -48,7 +48,7 @@ def good_log(workspace: Path, tmp_path: Path) -> Path:
 
 def _with_bad_line(good: Path, dst: Path, bad: bytes, at: int = 2) -> Path:
     lines = good.read_bytes().split(b"\n")[:-1]
-    dst.write_bytes(b"\n".join(lines[:at] + [bad] + lines[at:]) + b"\n")
+    dst.write_bytes(b"\n".join([*lines[:at], bad, *lines[at:]]) + b"\n")
     return dst
 
 
