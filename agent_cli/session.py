@@ -101,6 +101,7 @@ def _guard_own_state(settings: Settings, log_path: Path, *, default_folder: bool
 
     protect({**own_state(settings), log_path: "this session's log"})
     private_dir(home())
+    private_dir(Path(settings.log_dir).expanduser() if settings.log_dir else home() / "sessions")
     if default_folder:
         private_dir(log_path.parent)
 
