@@ -32,10 +32,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agent_cli.errors import LogError
 
-__all__ = ["LogTrust", "check_trust", "trusted_copy"]
+if TYPE_CHECKING:
+    from agent_cli.session_log import VerifyResult
+
+__all__ = ["LogTrust", "check_trust", "judge", "trusted_copy"]
 
 
 @dataclass(frozen=True)
@@ -77,6 +81,13 @@ def check_trust(path: Path, key: bytes | None = None) -> LogTrust:
         return LogTrust(False, str(e))
     except (OSError, ValueError, RecursionError) as e:  # a reader must never take the caller down
         return LogTrust(False, f"{path} could not be checked ({type(e).__name__}).")
+    return judge(result)
+
+
+def judge(result: VerifyResult) -> LogTrust:
+    """The trust rule over a finished `verify(path, key=...)` run (which checked the MACs with
+    that key): `log verify` uses it to say whether the log it just checked is trusted, without
+    reading the file twice."""
     problems = tuple(([result.fault] if result.fault else []) + list(result.warnings))
     if result.fault is not None:
         return LogTrust(False, f"the log fails `agent-cli log verify`: {result.fault}.",

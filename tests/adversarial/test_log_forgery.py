@@ -275,3 +275,47 @@ def test_rerun_log_of_a_trusted_rerun_is_itself_trusted(tmp_path: Path, victim_w
     assert check_trust(out).trusted
     approvals = [e for _, e in read_events(out) if isinstance(e, ev.Approval)]
     assert [a.by for a in approvals] == ["recording"]
+
+
+def test_log_verify_says_whether_the_log_is_trusted(tmp_path: Path, attacker_log: Path) -> None:
+    mine = tmp_path / "mine.jsonl"
+    rec_ws = tmp_path / "rec-ws"
+    rec_ws.mkdir()
+    _record(Path(os.environ["AGENT_CLI_HOME"]), rec_ws, mine, ["true"])
+    ok = runner.invoke(app, ["log", "verify", str(mine)], env={"COLUMNS": "300"})
+    assert ok.exit_code == 0 and "Signed with your log key throughout" in ok.output
+    forged = _unsigned(attacker_log, tmp_path / "unsigned.jsonl")
+    other = runner.invoke(app, ["log", "verify", str(forged)], env={"COLUMNS": "300"})
+    assert other.exit_code == 0, "the chain itself is intact"
+    assert "Not trusted for --reuse-approvals or undo" in other.output
+    assert "carries no key id" in other.output
+
+
+def test_a_redacted_password_cannot_be_recovered_from_args_hash(tmp_path: Path) -> None:
+    """The log redacts the password in the arguments but keeps args_hash. With an unkeyed
+    sha256, hashing a few guesses finds it; with the HMAC, a guess can only be checked by someone
+    holding the log key, which no tool can read."""
+    from agent_cli.tools.base import args_digest
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    log = tmp_path / "s.jsonl"
+    settings = Settings(provider="scripted")
+    registry, _ = load_registry(settings)
+    args = {"path": ".env", "content": "DB_PASSWORD=hunter2\n"}
+    replies = [{"content": [{"type": "tool_use", "id": "toolu_w", "name": "write_file",
+                             "input": args}], "stop_reason": "tool_use"},
+               {"content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn"}]
+    s = Session(settings, workspace=ws, provider=ScriptedProvider(replies), registry=registry,
+                approver=ScriptedApprover(["y"]), log_path=log)
+    s.start()
+    s.send("go")
+    s.close()
+    [approval] = [e for _, e in read_events(log) if isinstance(e, ev.Approval)]
+    assert approval.args is not None and "hunter2" not in json.dumps(approval.args)
+    assert b"hunter2" not in log.read_bytes()
+    guesses = ["password", "123456", "hunter2", "letmein"]
+    shown = {"path": ".env", "content": "DB_PASSWORD={}\n"}
+    tried = [{k: v.format(g) for k, v in shown.items()} for g in guesses]
+    assert all(sha256_json(t) != approval.args_hash for t in tried), "unkeyed guesses miss"
+    assert args_digest(my_key(), tried[2]) == approval.args_hash  # only the key holder can check
