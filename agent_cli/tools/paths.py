@@ -24,6 +24,7 @@ import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from agent_cli.errors import PathRefused
@@ -378,21 +379,29 @@ def protect(paths: dict[Path, str]) -> None:
         _PROTECTED.setdefault(real, what)
 
 
+@lru_cache(maxsize=16)
+def _real_home(home: str) -> Path:
+    return Path(os.path.realpath(home))
+
+
 def protected_roots() -> dict[Path, str]:
     """Every protected real path: AGENT_CLI_HOME as it is now, and what sessions registered."""
     from agent_cli.config import home
 
-    roots = {Path(os.path.realpath(home())): "AGENT_CLI_HOME (config, log key, sessions, pins, "
-                                              "history)"}
+    roots = {_real_home(str(home())): "AGENT_CLI_HOME (config, log key, sessions, pins, "
+                                      "history)"}
     for real, what in _PROTECTED.items():
         roots.setdefault(real, what)
     return roots
 
 
 def protected_reason(real: Path) -> str | None:
-    """What protected state `real` is in, or None when it is not agent-cli's own."""
+    """What protected state `real` is in, or None when it is not agent-cli's own. Both sides are
+    real (resolved, normalised) paths, so a prefix on a component boundary is containment."""
+    text = str(real)
     for root, what in protected_roots().items():
-        if real == root or root in real.parents:
+        base = str(root).rstrip(os.sep)
+        if text == str(root) or text.startswith(base + os.sep):
             return what
     return None
 
