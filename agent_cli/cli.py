@@ -233,7 +233,7 @@ def chat(
     session = build_session(common, console=console, approver=approver,
                             sinks=[Renderer(console)], history=history, continues=continues)
     if _interactive():
-        read = make_prompt(home() / "history")
+        read = make_prompt(home() / "history", session.log.redactor)
     else:
         def read() -> str:
             line = sys.stdin.readline()

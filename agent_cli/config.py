@@ -13,7 +13,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from agent_cli.approval import DenyRule
 from agent_cli.errors import ConfigError
@@ -123,6 +123,22 @@ class Settings(BaseModel):
     inside the workspace (a server: its cwd) and a private temporary folder, no network unless
     asked for. "off" runs them with all your rights (--sandbox off, for one session)."""
 
+    _config_files: tuple[str, ...] = PrivateAttr(default=())
+    """The config files these settings were read from (the user's and any --config FILE): part
+    of agent-cli's own state, which no tool may read or write (see `own_state`)."""
+
+
+def own_state(settings: Settings) -> dict[Path, str]:
+    """agent-cli's own files and folders (path -> what it is), which the path guard keeps out of
+    every tool's reach: AGENT_CLI_HOME, the config files read, and the session-log folder."""
+    state: dict[Path, str] = {home(): "AGENT_CLI_HOME (config, log key, sessions, pins, "
+                                      "history)"}
+    for name in settings._config_files:
+        state[Path(name)] = f"the config file {name}"
+    if settings.log_dir:
+        state[Path(settings.log_dir).expanduser()] = "the session-log folder (log_dir)"
+    return state
+
 
 ENV_MAP = {
     "AGENT_CLI_PROVIDER": "provider",
@@ -225,7 +241,7 @@ def load_settings(config_file: Path | None = None, flags: dict[str, Any] | None 
     given = {k: v for k, v in (flags or {}).items() if v is not None}
     _merge(merged, given, "command line", origins)
     try:
-        return Settings.model_validate(merged)
+        settings = Settings.model_validate(merged)
     except ValidationError as e:
         lines = []
         for err in e.errors(include_url=False):
@@ -235,3 +251,6 @@ def load_settings(config_file: Path | None = None, flags: dict[str, Any] | None 
             lines.append(f"Bad setting {loc} (from {where}): {_explain(err)}.")
         lines.append("See config.example.toml for every setting and its default.")
         raise ConfigError("\n".join(lines)) from None
+    read = [user_file] if user_file.is_file() else []
+    settings._config_files = tuple(str(p) for p in [*read, *([config_file] if config_file else [])])
+    return settings

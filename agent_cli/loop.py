@@ -24,7 +24,8 @@ from agent_cli import events as ev
 from agent_cli.approval import ApprovalRequest, Approved, Denied, Gate
 from agent_cli.errors import ProviderError, ToolFailed
 from agent_cli.providers.base import ModelRequest, ModelResponse, Provider
-from agent_cli.tools.base import ToolContext, ToolOutput, canonical_json, sha256_json
+from agent_cli.tools.base import ToolContext, ToolOutput, canonical_json
+from agent_cli.tools.paths import protected_roots
 from agent_cli.tools.registry import CallRejected, Registry, ValidCall
 
 Emit = Callable[[ev.AnyEvent], None]
@@ -342,7 +343,8 @@ class Loop:
         timeout = call.tool.timeout_s or self.limits.tool_timeout_s
         return ToolContext(workspace=self.workspace, timeout_s=timeout,
                            output_cap=self.limits.output_cap,
-                           max_read_bytes=self.limits.max_read_bytes, sandbox=self.sandbox)
+                           max_read_bytes=self.limits.max_read_bytes, sandbox=self.sandbox,
+                           protected=tuple(protected_roots()))
 
     def _preview(self, call: ValidCall, ctx: ToolContext) -> str | None:
         if call.tool.effect == "read":
@@ -360,7 +362,7 @@ class Loop:
 
     def _execute(self, call: ValidCall, ctx: ToolContext) -> dict[str, Any]:
         ran = call.args.model_dump(mode="json") if call.args is not None else None
-        if ran is not None and sha256_json(ran) != call.args_hash:
+        if ran is not None and self.registry.args_hash(ran) != call.args_hash:
             msg = "refused: the arguments changed after they were shown"
             return self._result(call.id, call.tool.name, msg, True, 0.0)
         self.emit(ev.ToolStarted(id=call.id, name=call.tool.name,

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, assert_never
 from agent_cli import events as ev
 from agent_cli.approval import ApprovalRequest
 from agent_cli.errors import LogError, UsageError
-from agent_cli.resume import sessions_dir
+from agent_cli.resume import mtime, same_workspace, sessions_dir
 from agent_cli.safe_text import one_line, sanitize
 from agent_cli.session_log import BadLine, read_records, to_event
 
@@ -76,15 +76,14 @@ def list_sessions(settings: Settings, workspace: Path | None = None,
     folder = sessions_dir(settings)
     if not folder.is_dir():
         return []
-    logs = sorted(folder.glob("*.jsonl"), key=lambda p: p.stat().st_mtime, reverse=True)
+    logs = sorted(folder.glob("*.jsonl"), key=mtime, reverse=True)
     out: list[Summary] = []
     for path in logs:
-        try:
+        try:  # one bad log (unreadable, a FIFO, hostile values) never hides the others
             s = summarize(path)
-        except LogError:
-            continue
-        if workspace is not None and (not s.workspace
-                                      or Path(s.workspace).resolve() != workspace.resolve()):
+            if workspace is not None and not same_workspace(s.workspace, workspace):
+                continue
+        except (LogError, OSError, ValueError, RecursionError):
             continue
         out.append(s)
     out.sort(key=lambda s: s.started, reverse=True)

@@ -19,7 +19,7 @@ from agent_cli import events as ev
 from agent_cli.approval import ApprovalRequest, Approved, Approver, Decision
 from agent_cli.errors import LogError
 from agent_cli.safe_text import one_line
-from agent_cli.session_log import BadLine, read_events, verify
+from agent_cli.session_log import BadLine, read_events
 from agent_cli.tools.base import canonical_json
 
 if TYPE_CHECKING:
@@ -100,6 +100,21 @@ def load_recording(path: Path) -> Recording:
             case _:
                 pass
     return rec
+
+
+def load_trusted_recording(path: Path) -> Recording:
+    """The recording, for reusing its approvals: only from a log that `log_trust.check_trust`
+    trusts (every record signed with this user's key, a clean chain, no warning), and read from
+    the very snapshot that was checked. Anything else is refused with the reason."""
+    from agent_cli.log_trust import check_trust, trusted_copy
+
+    with trusted_copy(path) as copy:
+        trust = check_trust(copy)
+        if not trust.trusted:
+            raise LogError(f"--reuse-approvals refused for {path}: {trust.reason} Nothing was "
+                           "run. Rerun without --reuse-approvals to be asked about every call "
+                           "again.")
+        return load_recording(copy)
 
 
 _DURATION = re.compile(r"\b\d+(?:\.\d+)?\s?(?:ms|s|sec|secs|seconds)\b")
@@ -203,12 +218,7 @@ def rerun(path: Path, *, settings: Settings, workspace: Path, registry: Registry
     from agent_cli.ui.render import Renderer
     from agent_cli.ui.safe_rich import safe
 
-    if reuse_approvals:
-        check = verify(path)
-        if not check.ok:
-            raise LogError(f"--reuse-approvals needs a log that passes `agent-cli log verify`; "
-                           f"this one fails: {check.fault}")
-    rec = load_recording(path)
+    rec = load_trusted_recording(path) if reuse_approvals else load_recording(path)
     if rec.start is None and not rec.turns:
         raise LogError(f"{path} holds no session to rerun.")
     report = RerunReport(tools=tool_drift(rec.start, registry), warnings=list(rec.bad))

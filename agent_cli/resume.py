@@ -30,6 +30,25 @@ def sessions_dir(settings: Settings) -> Path:
     return Path(settings.log_dir).expanduser() if settings.log_dir else home() / "sessions"
 
 
+def mtime(path: Path) -> float:
+    """For newest-first sorting: a log that vanished meanwhile sorts last, never raises."""
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def same_workspace(recorded: str, want: Path) -> bool:
+    """Whether a log's recorded workspace (untrusted text: it may hold a NUL, be a loop of
+    links) is the folder `want`."""
+    if not recorded:
+        return False
+    try:
+        return Path(recorded).resolve() == want.resolve()
+    except (OSError, ValueError, RuntimeError):
+        return False
+
+
 def _use_id(use: dict[str, Any], index: int) -> str:
     value = use.get("id")
     return value if isinstance(value, str) and value else f"toolu_missing_{index}"
@@ -77,10 +96,10 @@ def rebuild(path: Path, _chain: frozenset[Path] = frozenset()) -> Rebuilt:
             continue
         if isinstance(item, ev.SessionStart):
             flush()
-            if item.continues and Path(item.continues).expanduser().resolve() != real:
+            if item.continues and not _is_path_of(item.continues, real):
                 try:
                     older = rebuild(Path(item.continues).expanduser(), _chain | {real})
-                except LogError as e:
+                except (LogError, OSError, ValueError, RecursionError) as e:
                     out.warnings.append(f"the conversation before line {lineno} is missing: {e}")
                     out.history = []
                 else:  # (its interrupted calls were reported when it was resumed)
@@ -107,6 +126,13 @@ def rebuild(path: Path, _chain: frozenset[Path] = frozenset()) -> Rebuilt:
             out.history = []
     flush()
     return out
+
+
+def _is_path_of(recorded: str, real: Path) -> bool:
+    try:
+        return Path(recorded).expanduser().resolve() == real
+    except (OSError, ValueError, RuntimeError):
+        return False  # not a usable path: reading it fails with a sentence, as a missing log
 
 
 def history_from_log(path: Path) -> list[dict[str, Any]]:
@@ -137,14 +163,13 @@ def latest_log_for(settings: Settings, workspace: Path) -> Path:
     workspace."""
     folder = sessions_dir(settings)
     want = workspace.resolve()
-    logs = sorted(folder.glob("*.jsonl"), key=lambda p: p.stat().st_mtime, reverse=True) \
-        if folder.is_dir() else []
+    logs = sorted(folder.glob("*.jsonl"), key=mtime, reverse=True) if folder.is_dir() else []
     for path in logs:
         try:
             start = _first_start(path)
-        except LogError:
-            continue
-        if start is not None and Path(start.workspace).resolve() == want:
+        except (LogError, OSError, ValueError, RecursionError):
+            continue  # one bad log never hides the others
+        if start is not None and same_workspace(start.workspace, want):
             return path
     raise LogError(f"No saved session for workspace {want} in {folder}; start one with "
                    "`agent-cli chat`, or name a log with --resume LOG.")

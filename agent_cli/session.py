@@ -94,6 +94,20 @@ def make_redactor(settings: Settings) -> Any:
         raise ConfigError(f"{e} Fix redact_patterns in your config.") from None
 
 
+def _guard_own_state(settings: Settings, log_path: Path, *, default_folder: bool) -> None:
+    """Keep agent-cli's own state out of every tool's reach (tools/paths.py refuses it by real
+    path), and make its folders private (0700) before anything is written in them."""
+    from agent_cli.config import own_state
+    from agent_cli.private_files import private_dir
+    from agent_cli.tools.paths import protect
+
+    protect({**own_state(settings), log_path: "this session's log"})
+    private_dir(home())
+    private_dir(Path(settings.log_dir).expanduser() if settings.log_dir else home() / "sessions")
+    if default_folder:
+        private_dir(log_path.parent)
+
+
 class Session:
     def __init__(
         self,
@@ -115,7 +129,10 @@ class Session:
         self.registry = registry
         self.history: list[dict[str, Any]] = history if history is not None else []
         self.log_path = log_path or default_log_path(settings)
+        _guard_own_state(settings, self.log_path, default_folder=log_path is None)
         self.log = SessionLog(self.log_path, redactor=make_redactor(settings))
+        if self.log.key is not None:
+            registry.args_key = self.log.key  # args_hash is an HMAC under the log key
         self.usage = UsageMeter(settings.prices, lambda: self.provider.model)
         self.sinks: list[Sink] = [self.log, self.usage, *sinks]
         self.gate = Gate(approver, settings.deny)

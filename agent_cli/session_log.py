@@ -11,11 +11,14 @@ is the full description.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import hmac
 import json
+import math
 import os
 import secrets
+import stat
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -50,17 +53,23 @@ def key_id(key: bytes) -> str:
 def log_key(create: bool = False) -> bytes | None:
     """This user's log key (AGENT_CLI_HOME/log.key, 0600), made on first use when `create`."""
     from agent_cli.config import home
+    from agent_cli.private_files import private_dir, tighten_file
 
     path = home() / KEY_FILE
-    try:
-        return bytes.fromhex(path.read_text(encoding="ascii").strip())
-    except FileNotFoundError:
-        if not create:
-            return None
-    except (ValueError, UnicodeDecodeError):
-        raise LogError(f"{path} is not a log key (64 hex characters); move it away and a new "
-                       "one is made at the next session.") from None
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if os.path.lexists(path):
+        try:
+            with open_log(path) as f:  # regular files only: a FIFO here must not hang start-up
+                key = bytes.fromhex(f.read(4096).decode("ascii").strip())
+            if len(key) < 16:
+                raise ValueError("too short")
+        except (LogError, ValueError, UnicodeDecodeError):
+            raise LogError(f"{path} is not a log key (a file of 64 hex characters); move it "
+                           "away and a new one is made at the next session.") from None
+        tighten_file(path)
+        return key
+    if not create:
+        return None
+    private_dir(path.parent)
     tmp = path.with_name(f".{KEY_FILE}.{secrets.token_hex(4)}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w", encoding="ascii") as f:
@@ -80,6 +89,13 @@ def serialize(record: dict[str, Any]) -> bytes:
     """The one byte form of a record: compact ASCII JSON in field order. `log verify` checks
     every line against it, so even an edit that keeps the values (an escape's case) is seen."""
     return json.dumps(record, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+
+
+def _serialize_or_none(record: dict[str, Any]) -> bytes | None:
+    try:
+        return serialize(record)
+    except (RecursionError, ValueError, UnicodeEncodeError):
+        return None
 
 
 def _needs_fsync(event: ev.Event) -> bool:
@@ -103,18 +119,32 @@ class SessionLog:
         self.prev_hash = ""
         self.mirror: Callable[[str], None] | None = None
         """Called with each line as written (`run --output jsonl` prints the log as it grows)."""
-        path.parent.mkdir(parents=True, exist_ok=True)
+        from agent_cli.private_files import open_private, private_dir
+
+        private_dir(path.parent, own=False)
+        try:
+            fd = open_private(path, os.O_WRONLY | os.O_APPEND)
+        except (OSError, ValueError) as e:
+            if isinstance(e, OSError) and e.errno == errno.ENXIO:
+                reason = "it is a FIFO or socket, not a regular file"
+            elif isinstance(e, OSError):
+                reason = e.strerror or str(e)
+            else:
+                reason = str(e)
+            raise LogError(f"The session log {path} cannot be written ({reason}); name a "
+                           "regular file with --log, or leave --log out.") from None
+        self._f: IO[bytes] = os.fdopen(fd, "ab")
         fresh_line = False
-        if path.exists() and path.stat().st_size > 0:
+        if os.fstat(fd).st_size > 0:
             tail = last_valid_record(path)
             if tail is not None:
-                self.seq = int(tail.get("seq", 0))
+                seq = tail.get("seq", 0)
+                self.seq = seq if isinstance(seq, int) and not isinstance(seq, bool) else 0
                 self.prev_hash = str(tail.get("hash", ""))
-            with open(path, "rb") as f:
+            with open_log(path) as f:
                 f.seek(-1, os.SEEK_END)
                 fresh_line = f.read(1) != b"\n"
         self._lock = threading.Lock()
-        self._f: IO[bytes] = open(path, "ab")  # noqa: SIM115 - lives as long as the session
         if fresh_line:
             self._f.write(b"\n")
 
@@ -170,9 +200,46 @@ class BadLine:
     """Looks like what a crash leaves (a cut record, NUL bytes), not like an inserted line."""
 
 
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
+def open_log(path: Path) -> IO[bytes]:
+    """Open a log for reading, refusing at once anything that is not a regular file.
+
+    Every reader goes through here. A FIFO opened the ordinary way blocks until someone writes
+    to it (a hang at `log verify`, or at `chat --resume` whose `continues` points at one), and a
+    device can stream for ever; opening non-blocking and checking the descriptor's own type
+    (fstat, not a stat of the name that could be swapped) closes the whole class."""
+    try:
+        fd = os.open(path, os.O_RDONLY | _NONBLOCK | _CLOEXEC)
+    except FileNotFoundError:
+        raise LogError(f"Log file {path} not found; check the path (agent-cli log list shows "
+                       "recent sessions).") from None
+    except IsADirectoryError:
+        raise LogError(f"{path} is a folder; give a .jsonl log file.") from None
+    except PermissionError:
+        raise LogError(f"Log file {path} cannot be read (permission denied).") from None
+    except OSError as e:
+        raise LogError(f"Log file {path} cannot be opened ({e.strerror}).") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise LogError(f"{path} is a folder; give a .jsonl log file.")
+        if not stat.S_ISREG(mode):
+            raise LogError(f"{path} is not a regular file (a FIFO, socket or device); a session "
+                           "log is a regular .jsonl file, so it is not read.")
+        if _NONBLOCK:
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def iter_lines(path: Path) -> Iterator[tuple[int, bytes, bool]]:
     """Yield (line number, raw bytes, ends with newline), splitting on b"\\n" only. Streams."""
-    with open(path, "rb") as f:
+    with open_log(path) as f:
         for lineno, raw in enumerate(f, start=1):
             yield lineno, raw.rstrip(b"\n"), raw.endswith(b"\n")
 
@@ -195,16 +262,15 @@ def _parse_line(lineno: int, raw: bytes, complete: bool) -> Iterator[dict[str, A
     try:
         # Raw UTF-8 lines from other writers are accepted; invalid bytes become lone surrogates.
         record = json.loads(body.decode("utf-8", "surrogateescape"))
+    except RecursionError:
+        yield BadLine(lineno, "not a log record: nested too deeply to read (no record agent-cli "
+                      "writes nests like that)")
+        return
     except json.JSONDecodeError as e:
-        cut = body.startswith(b"{") and not _whole_object_then_junk(body)
-        if not complete and cut:
-            what = "torn record (the writer died mid-line)"
-        elif cut:
-            what = "cut record from an earlier crash"
-        else:
-            what = "not a log record"
-        yield BadLine(lineno, f"{what}: not JSON ({e.msg} at column {e.colno})",
-                      torn=not complete and cut, debris=cut)
+        yield _not_json(lineno, body, complete, e)
+        return
+    except ValueError:  # (a number with more digits than Python converts)
+        yield BadLine(lineno, "not a log record: holds a number too large to read")
         return
     if not isinstance(record, dict):
         yield BadLine(lineno, "not a log record (JSON, but not an object)", torn=not complete)
@@ -212,11 +278,24 @@ def _parse_line(lineno: int, raw: bytes, complete: bool) -> Iterator[dict[str, A
     yield record
 
 
+def _not_json(lineno: int, body: bytes, complete: bool, e: json.JSONDecodeError) -> BadLine:
+    """A line that is not JSON: a crash's torn or cut record, or something that never was one."""
+    cut = body.startswith(b"{") and not _whole_object_then_junk(body)
+    if not complete and cut:
+        what = "torn record (the writer died mid-line)"
+    elif cut:
+        what = "cut record from an earlier crash"
+    else:
+        what = "not a log record"
+    return BadLine(lineno, f"{what}: not JSON ({e.msg} at column {e.colno})",
+                   torn=not complete and cut, debris=cut)
+
+
 def _whole_object_then_junk(body: bytes) -> bool:
     """A crash leaves a prefix of a record; a whole object followed by more bytes is an edit."""
     try:
         json.JSONDecoder().raw_decode(body.decode("utf-8", "surrogateescape"))
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):
         return False
     return True
 
@@ -232,22 +311,34 @@ def _read_with_bytes(path: Path) -> Iterator[tuple[int, dict[str, Any] | BadLine
         for lineno, raw, complete in iter_lines(path):
             for item in _parse_line(lineno, raw, complete):
                 yield lineno, item, raw.lstrip(b"\x00")
-    except FileNotFoundError:
-        raise LogError(f"Log file {path} not found; check the path (agent-cli log list shows "
-                       "recent sessions).") from None
-    except IsADirectoryError:
+    except IsADirectoryError:  # (a folder opened on a system that allows it, then read)
         raise LogError(f"{path} is a folder; give a .jsonl log file.") from None
-    except PermissionError:
-        raise LogError(f"Log file {path} cannot be read (permission denied).") from None
+    except OSError as e:
+        raise LogError(f"Log file {path} could not be read to the end ({e.strerror}).") from None
 
 
 def to_event(lineno: int, rec: dict[str, Any]) -> ev.Event | BadLine:
+    """One record as its event model, or a BadLine naming the line: every reader must survive
+    any single record (a `ts` too large for a date, a value nested too deeply)."""
     try:
-        return ev.EVENT_ADAPTER.validate_python(rec)
+        event = ev.EVENT_ADAPTER.validate_python(rec)
     except ValidationError as e:
-        first = e.errors(include_url=False)[0]
+        errors = e.errors(include_url=False)
+        first = errors[0] if errors else {"loc": (), "msg": "invalid"}
         loc = ".".join(str(p) for p in first["loc"])
         return BadLine(lineno, f"not a known event ({loc}: {first['msg']})")
+    except (RecursionError, ValueError, TypeError, OverflowError) as e:
+        return BadLine(lineno, f"not a known event ({type(e).__name__})")
+    if not math.isfinite(event.ts) or not TS_MIN <= event.ts <= TS_MAX:
+        return BadLine(lineno, "not a known event (ts: not a time between the years 1970 and "
+                       "9999)")
+    return event
+
+
+TS_MIN = 0.0
+TS_MAX = 253402300799.0
+"""The times a log can hold (1970 to the end of 9999): every reader formats `ts` as a date, and
+a value outside this range cannot be one (time.gmtime raises on it)."""
 
 
 def read_events(path: Path) -> Iterator[tuple[int, ev.Event | BadLine]]:
@@ -261,9 +352,9 @@ def read_events(path: Path) -> Iterator[tuple[int, ev.Event | BadLine]]:
 
 def last_valid_record(path: Path) -> dict[str, Any] | None:
     """The last well-formed record, read from the end so appends stay cheap on long logs."""
-    size = path.stat().st_size
     chunk = 1 << 16
-    with open(path, "rb") as f:
+    with open_log(path) as f:
+        size = os.fstat(f.fileno()).st_size
         pos = size
         buf = b""
         while pos > 0:
@@ -280,7 +371,7 @@ def last_valid_record(path: Path) -> dict[str, Any] | None:
                     continue
                 try:
                     rec = json.loads(body.decode("utf-8", "surrogateescape"))
-                except json.JSONDecodeError:
+                except (ValueError, RecursionError):
                     continue
                 if isinstance(rec, dict) and "hash" in rec:
                     return rec
@@ -310,13 +401,19 @@ class VerifyResult:
 
 
 def _describe(rec: dict[str, Any]) -> str:
-    return f"seq {rec.get('seq')!r}, {rec.get('type', '?')}"
+    seq, kind = rec.get("seq"), rec.get("type", "?")
+    shown = str(seq) if isinstance(seq, int) and abs(seq) < 10**18 else "?"
+    return f"seq {shown}, {kind if isinstance(kind, str) else '?'}"
 
 
-def verify(path: Path) -> VerifyResult:
+def verify(path: Path, key: bytes | Literal["auto"] | None = "auto") -> VerifyResult:
     """Check the hash chain and seq numbers line by line, streaming. Stops at the first fault and
     says which line and what: edited, dropped, inserted or reordered. Crash debris (a torn last
-    line, a cut line or NUL bytes that the chain steps over) is a warning, not a fault."""
+    line, a cut line or NUL bytes that the chain steps over) is a warning, not a fault.
+
+    `key` is the log key whose MACs are checked (default: this user's, from AGENT_CLI_HOME);
+    sessions signed with another key, or none, are chain-checked only and get a warning.
+    `log_trust.check_trust` is the stricter question: may this log be acted on?"""
     res = VerifyResult()
     prev_hash = ""
     expected = 1
@@ -325,7 +422,7 @@ def verify(path: Path) -> VerifyResult:
     last_type = ""
     approved: set[str] = set()
     state = {"ended": False}
-    local = log_key(create=False)
+    local = log_key(create=False) if key == "auto" else key
     local_id = key_id(local) if local is not None else None
     signed = False
     with_bytes = _read_with_bytes(path)
@@ -351,7 +448,11 @@ def verify(path: Path) -> VerifyResult:
             res.fault = (f"line {lineno}: a record without a valid seq and hash "
                          f"({rec.get('type', '?')}); it was inserted or edited")
             return res
-        computed = chain_hash(prev_hash, rec)
+        try:
+            computed = chain_hash(prev_hash, rec)
+        except (RecursionError, ValueError):
+            res.fault = f"line {lineno} ({_describe(rec)}): nested too deeply to check"
+            return res
         if computed != claimed or seq != expected:
             if pending_debris and claimed not in recent:
                 bad = pending_debris[0]
@@ -360,7 +461,7 @@ def verify(path: Path) -> VerifyResult:
             else:
                 res.fault = _classify(lineno, rec, seq, expected, claimed, recent, records)
             return res
-        if raw_of.get(lineno) != serialize(rec):
+        if raw_of.get(lineno) != _serialize_or_none(rec):
             res.fault = (f"line {lineno} ({_describe(rec)}) was edited: its bytes are not the "
                          "form the writer produces, though its values still match the hash")
             return res

@@ -309,7 +309,8 @@ def test_write_calls_ask_once_each_with_exact_args_and_hash(workspace: Path) -> 
     assert seen[0].args == {"path": "one.txt", "content": "1\n"}
     assert seen[1].args == {"path": "two.txt", "content": "2", "mode": "w"}  # defaults shown
     for req in seen:
-        assert req.args_hash == sha256_json(req.args)
+        assert req.args_hash == h.registry.args_hash(req.args)
+        assert req.args_hash != sha256_json(req.args)  # keyed: guesses cannot be checked
         assert req.effect == "write"
     assert (workspace / "one.txt").read_text() == "1\n"
     assert (workspace / "two.txt").read_text() == "2"
@@ -345,9 +346,11 @@ def test_run_args_are_the_frozen_shown_args(workspace: Path) -> None:
     assert not (workspace / "evil.txt").exists()
     approval = h.of_type(ev.Approval)[0]
     assert approval.args == approver.shown
-    assert approval.args_hash == sha256_json(approver.shown)
-    assert approval.args_hash == __import__("hashlib").sha256(
-        canonical_json(approver.shown).encode()).hexdigest()
+    assert approval.args_hash == h.registry.args_hash(approver.shown)
+    assert approval.args_hash == __import__("hmac").new(
+        h.registry.args_key,
+        b"agent-cli args_hash v2\x00" + canonical_json(approver.shown).encode(),
+        "sha256").hexdigest()
 
 
 def test_denial_with_a_reason_reaches_the_model(workspace: Path) -> None:

@@ -25,6 +25,7 @@ import copy
 import dataclasses
 import fnmatch
 import hashlib
+import hmac
 import itertools
 import json
 import tempfile
@@ -100,8 +101,15 @@ def recording(tool: Tool, received: list[tuple[str, dict[str, Any]]]) -> Tool:
 
 
 def canonical_sha(value: Any) -> str:
+    """args_hash, computed independently: HMAC-SHA256 under this user's log key (the session's
+    key) of the canonical JSON, with the v2 domain prefix."""
+    from agent_cli.session_log import log_key
+
+    key = log_key(create=True)
+    assert key is not None
     data = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(data.encode("utf-8")).hexdigest()
+    return hmac.new(key, b"agent-cli args_hash v2\x00" + data.encode("utf-8"),
+                    hashlib.sha256).hexdigest()
 
 
 def approves(answer: str | None) -> bool:

@@ -19,7 +19,14 @@ import pytest
 
 pexpect = pytest.importorskip("pexpect")  # a test dependency (pyproject [test]); not at runtime
 
-from agent_cli.tools.base import sha256_json  # noqa: E402
+from agent_cli.session_log import log_key  # noqa: E402
+from agent_cli.tools.base import args_digest  # noqa: E402
+
+
+def _key() -> bytes:
+    key = log_key()
+    assert key is not None
+    return key
 
 pytestmark = pytest.mark.pty
 
@@ -194,7 +201,7 @@ def test_yes_runs_the_write_shown_escaped(spawn: Any, workspace: Path) -> None:
     [approval] = of_type(events, "approval")
     assert approval["decision"] == "approved"
     assert approval["by"] == "user"
-    assert approval["args_hash"] == sha256_json(args)
+    assert approval["args_hash"] == args_digest(_key(), args)
     [result] = of_type(events, "tool_result")
     assert result["id"] == "toolu_w1" and result["is_error"] is False
     history = (Path(os.environ["AGENT_CLI_HOME"]) / "history").read_text(encoding="utf-8")
@@ -237,7 +244,7 @@ def test_anything_but_yes_denies(spawn: Any, workspace: Path, keys: bytes,
     [approval] = of_type(events, "approval")
     assert approval["decision"] == "denied"
     assert approval["by"] == "user"
-    assert approval["args_hash"] == sha256_json(args)
+    assert approval["args_hash"] == args_digest(_key(), args)
     assert approval["reason"] == reason
     [result] = of_type(events, "tool_result")
     assert result["is_error"] is True

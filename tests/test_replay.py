@@ -32,6 +32,7 @@ from agent_cli.tools.base import canonical_json, sha256_json
 from agent_cli.ui.panel import TerminalApprover
 from agent_cli.ui.render import Renderer
 from tests.conftest import REPO
+from tests.logtools import sign_as_mine
 from tests.test_session_log import PLUGIN, text, tool_use
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -218,7 +219,8 @@ def test_recorded_session_reruns_without_drift(tmp_path: Path) -> None:
     inner = ScriptedApprover(["n keep my notes"])  # only the call never approved is asked
     settings = Settings(provider="scripted")
     registry = recorded_tools(DATA / "session_edit.jsonl")
-    report = rr.rerun(DATA / "session_edit.jsonl", settings=settings, workspace=ws,
+    mine = sign_as_mine(DATA / "session_edit.jsonl", tmp_path / "mine.jsonl")
+    report = rr.rerun(mine, settings=settings, workspace=ws,
                       registry=registry, approver=inner, console=console,
                       reuse_approvals=True, log_path=tmp_path / "rerun.jsonl")
     assert report.drift == [], report.drift
@@ -233,7 +235,7 @@ def test_recorded_session_reruns_without_drift(tmp_path: Path) -> None:
 
 def test_second_recording_reruns_without_drift(tmp_path: Path) -> None:
     """Search, an approved write, a failing read, an unknown tool and invalid arguments."""
-    log = DATA / "session_search.jsonl"
+    log = sign_as_mine(DATA / "session_search.jsonl", tmp_path / "mine.jsonl")
     ws = make_workspace(tmp_path / "rerun")
     inner = ScriptedApprover([])  # nothing may be asked: the only write was approved
     report = rr.rerun(log, settings=Settings(provider="scripted"), workspace=ws,
@@ -305,9 +307,8 @@ def test_rerun_needs_an_explicit_workspace_and_its_own_log(tmp_path: Path) -> No
 
 
 def test_reuse_approvals_refuses_a_log_that_fails_verification(tmp_path: Path) -> None:
-    log = tmp_path / "s.jsonl"
-    data = (DATA / "session_edit.jsonl").read_text().replace("3 lines", "4 lines")
-    log.write_text(data)
+    log = sign_as_mine(DATA / "session_edit.jsonl", tmp_path / "s.jsonl")
+    log.write_text(log.read_text().replace("3 lines", "4 lines"))
     result = runner.invoke(app, ["replay", str(log), "--rerun", "--reuse-approvals",
                                  "--workspace", str(make_workspace(tmp_path / "ws"))])
     assert result.exit_code == 1 and "verify" in result.output

@@ -15,7 +15,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agent_cli.errors import ToolFailed
 from agent_cli.tools import Tool, ToolContext
-from agent_cli.tools.paths import display_path, open_file_read, read_fd, resolve_in_workspace
+from agent_cli.tools.paths import (
+    display_path,
+    is_protected_file,
+    open_file_read,
+    protected_reason,
+    read_fd,
+    resolve_in_workspace,
+)
 
 MAX_MATCHES = 500
 MAX_FILE_BYTES = 2_000_000
@@ -40,7 +47,7 @@ def _read_at(dir_fd: int, name: str) -> "bytes | None":
         return None
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_FILE_BYTES:
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_FILE_BYTES or is_protected_file(st):
             return None
         return read_fd(fd, MAX_FILE_BYTES)
     except OSError:
@@ -77,7 +84,8 @@ def run(args: Args, ctx: ToolContext) -> str:
         walker = cast("Generator[tuple[str, list[str], list[str], int], None, None]",
                       os.fwalk(real, follow_symlinks=False))
         for dirpath, dirnames, filenames, dir_fd in walker:
-            dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
+            dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS
+                                 and protected_reason(Path(dirpath) / d) is None)
             for name in sorted(filenames):
                 if ctx.cancel.is_set():
                     break

@@ -28,13 +28,15 @@ def register(app: typer.Typer) -> None:
         from rich.text import Text
 
         from agent_cli.errors import LogError
-        from agent_cli.session_log import verify
+        from agent_cli.log_trust import judge
+        from agent_cli.session_log import log_key, verify
         from agent_cli.ui.safe_rich import safe
 
         out = Console(highlight=False)
         err = Console(stderr=True, highlight=False)
         try:
-            result = verify(file)
+            key = log_key(create=False)
+            result = verify(file, key=key)
         except LogError as e:
             e.exit_code = 2
             raise
@@ -47,6 +49,14 @@ def register(app: typer.Typer) -> None:
         out.print(Text("OK ", style="bold green")
                   + safe(f"{file}: {result.count} events, hash chain intact "
                          f"(head {result.head})"), soft_wrap=True)
+        trust = judge(result) if key is not None else None
+        if trust is not None and trust.trusted:
+            out.print(safe("Signed with your log key throughout: --reuse-approvals and undo "
+                           "may act on it.", "green"), soft_wrap=True)
+        else:
+            out.print(safe("Not trusted for --reuse-approvals or undo: " + (
+                trust.reason if trust is not None else "there is no log key on this machine."),
+                "yellow"), soft_wrap=True)
         raise typer.Exit(EXIT_OK)
 
     @log_app.command("list")

@@ -7,6 +7,7 @@ validates every call (strict, unknown fields rejected).
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import re
 import threading
@@ -36,6 +37,11 @@ class ToolContext:
     sandbox: Any = None
     """The session's agent_cli.sandbox.Sandbox (None outside a session): tools that start
     processes pass it to run_process, and their preview says what it confines."""
+    protected: tuple[Path, ...] = ()
+    """agent-cli's own state (AGENT_CLI_HOME, config files, log folders): real paths no tool may
+    read or write. The path guard (tools/paths.py) already refuses them to every tool that
+    resolves paths through it; a tool that reaches files another way (its own os.walk) must
+    skip these itself."""
 
 
 @dataclass
@@ -103,6 +109,23 @@ def canonical_json(value: Any) -> str:
 
 def sha256_json(value: Any) -> str:
     return hashlib.sha256(canonical_json(value).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+_ARGS_DOMAIN = b"agent-cli args_hash v2\x00"
+
+
+def args_digest(key: bytes, args: Any) -> str:
+    """The `args_hash` of a call: HMAC-SHA256, keyed with the log key, over the canonical JSON of
+    the unredacted arguments. The one function every producer and checker uses (the registry
+    when it freezes a call, the loop before it runs it; rerun matches the values).
+
+    Keyed, because the log redacts a password in the arguments but keeps this hash: an unkeyed
+    sha256 of a few guesses would find it again. Without the key the hash reveals nothing; with
+    it, the same arguments give the same hash in every session of this user, which is what
+    `--reuse-approvals` matches on. Logs written before v2 hold plain sha256 hashes: they never
+    match, so their approvals are asked again, never reused."""
+    data = canonical_json(args).encode("utf-8", "surrogatepass")
+    return hmac.new(key, _ARGS_DOMAIN + data, hashlib.sha256).hexdigest()
 
 
 class EmptyArgs(BaseModel):

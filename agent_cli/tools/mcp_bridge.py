@@ -243,7 +243,9 @@ class MCPHub(HubFeatures):
         todo = [s for s in self.servers.values() if s.state == "starting"]
         if not todo or self._boot is not None:
             return
-        self.log_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        from agent_cli.private_files import private_dir
+
+        private_dir(self.log_dir)  # 0700: server logs can hold what a server printed
         self._neutral_cwd()
         self._route_sdk_logging()
         now = time.monotonic()
@@ -559,8 +561,13 @@ class MCPHub(HubFeatures):
             self._failed(st, f"the mcp SDK cannot be imported ({exception_text(e)})")
             return
         try:
-            errlog = open(st.errlog, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
-        except OSError as e:
+            import os
+
+            from agent_cli.private_files import open_private
+
+            errlog = os.fdopen(open_private(Path(st.errlog), os.O_WRONLY | os.O_APPEND), "a",
+                               encoding="utf-8")  # 0600; closed in close()
+        except (OSError, ValueError) as e:
             self._failed(st, f"cannot open its stderr log {st.errlog}: {e}")
             return
         self._files.append(errlog)

@@ -121,11 +121,13 @@ class PinStore:
 
     def _save(self, data: dict[str, Any]) -> None:
         data.pop("damaged", None)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        from agent_cli.private_files import open_private, private_dir
+
+        private_dir(self.path.parent)
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n",
-                       encoding="utf-8")
-        os.replace(tmp, self.path)
+        with os.fdopen(open_private(tmp, os.O_WRONLY | os.O_TRUNC), "w", encoding="utf-8") as f:
+            f.write(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+        os.replace(tmp, self.path)  # 0600, like every file of agent-cli's own state
 
     def pinned(self, server: str) -> dict[str, dict[str, Any]] | None:
         """The pinned definitions of a server, or None if it was never used."""

@@ -24,6 +24,7 @@ import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from agent_cli.errors import PathRefused
@@ -79,6 +80,7 @@ def resolve_in_workspace(workspace: Path, raw: str) -> Path:
             continue  # a workspace in /dev/shm may use its own files
         if real == pseudo or pseudo in real.parents:
             raise PathRefused(f"{raw!r} is under {pseudo}, a kernel view, not a file; refused.")
+    refuse_protected(real, raw)
     return real
 
 
@@ -192,6 +194,7 @@ def open_file_read(workspace: Path, raw: str) -> Iterator[tuple[int, os.stat_res
     try:
         st = os.fstat(fd)
         _check_regular(st, raw)
+        refuse_protected_fd(st, raw)
         yield fd, st, real
     finally:
         os.close(fd)
@@ -298,6 +301,7 @@ def write_resolved(workspace: Path, real: Path, raw: str, data: bytes,
     root = real_root(workspace)
     if not _inside(root, real):
         raise PathRefused(f"{raw!r} is outside the workspace ({root}); refused.")
+    refuse_protected(real, raw)
     must_be_new = isinstance(expected, FileState) and not expected.exists
     with open_parent(workspace, real, raw, create=True) as (dir_fd, name):
         flags = os.O_RDWR | _NOFOLLOW | _NONBLOCK | _CLOEXEC | os.O_CREAT
@@ -347,3 +351,91 @@ def check_regular_file(real: Path, raw: str) -> os.stat_result:
         raise PathRefused(f"{raw!r} does not exist.") from None
     _check_regular(st, raw)
     return st
+
+
+# -- agent-cli's own state ---------------------------------------------------------------------
+# AGENT_CLI_HOME holds the log key (whose MAC makes a log trusted), the config (which decides
+# which MCP servers are trusted and what is denied), the pins (which plugin code may run), the
+# prompt history and the session logs. A tool that could read the key could forge trusted logs;
+# one that could write the config could trust a server behind an ordinary panel. So every path a
+# tool names is refused when its real location is inside that state, whatever the workspace is
+# (`~` included): checked here, in the one function that resolves paths, so every file tool that
+# uses the guard gets it. run_command cannot be path-checked; the sandbox confines it.
+
+_PROTECTED: dict[Path, str] = {}
+"""Real paths registered by sessions (config files, log folders), with what they are. It only
+grows within a process: a session never makes another's state reachable."""
+_STATE_REFUSAL = "agent-cli's own state is out of reach of tools"
+_SENSITIVE_FILES = ("log.key", "config.toml", "plugin-pins.json", "mcp-pins.json", "history")
+
+
+def protect(paths: dict[Path, str]) -> None:
+    """Register agent-cli state (path -> what it is, for the refusal) for the path guard."""
+    for path, what in paths.items():
+        try:
+            real = Path(os.path.realpath(Path(path).expanduser()))
+        except (OSError, ValueError):
+            continue
+        _PROTECTED.setdefault(real, what)
+
+
+@lru_cache(maxsize=16)
+def _real_home(home: str) -> Path:
+    return Path(os.path.realpath(home))
+
+
+def protected_roots() -> dict[Path, str]:
+    """Every protected real path: AGENT_CLI_HOME as it is now, and what sessions registered."""
+    from agent_cli.config import home
+
+    roots = {_real_home(str(home())): "AGENT_CLI_HOME (config, log key, sessions, pins, "
+                                      "history)"}
+    for real, what in _PROTECTED.items():
+        roots.setdefault(real, what)
+    return roots
+
+
+def protected_reason(real: Path) -> str | None:
+    """What protected state `real` is in, or None when it is not agent-cli's own. Both sides are
+    real (resolved, normalised) paths, so a prefix on a component boundary is containment."""
+    text = str(real)
+    for root, what in protected_roots().items():
+        base = str(root).rstrip(os.sep)
+        if text == str(root) or text.startswith(base + os.sep):
+            return what
+    return None
+
+
+def refuse_protected(real: Path, raw: str) -> None:
+    """Raise PathRefused when a resolved path is inside agent-cli's own state."""
+    what = protected_reason(real)
+    if what is not None:
+        raise PathRefused(f"{raw!r} is inside {what}; {_STATE_REFUSAL}. Refused.")
+
+
+def _protected_inodes() -> set[tuple[int, int]]:
+    """(device, inode) of the sensitive state files, for catching a hard link to one of them
+    from inside the workspace (its path is elsewhere, its content is the key)."""
+    out: set[tuple[int, int]] = set()
+    for root in protected_roots():
+        candidates = [root] + [root / name for name in _SENSITIVE_FILES]
+        for path in candidates:
+            try:
+                st = os.stat(path)
+            except (OSError, ValueError):
+                continue
+            if stat.S_ISREG(st.st_mode):
+                out.add((st.st_dev, st.st_ino))
+    return out
+
+
+def is_protected_file(st: os.stat_result) -> bool:
+    """True when an opened file (its fstat) is one of agent-cli's state files under another
+    name: a hard link. Only files with more than one link can be."""
+    return st.st_nlink > 1 and (st.st_dev, st.st_ino) in _protected_inodes()
+
+
+def refuse_protected_fd(st: os.stat_result, raw: str) -> None:
+    if is_protected_file(st):
+        raise PathRefused(f"{raw!r} is a hard link to one of agent-cli's own files; "
+                          f"{_STATE_REFUSAL}. Refused.")

@@ -7,6 +7,7 @@ validated by the tool's pydantic model in strict JSON mode with unknown fields r
 from __future__ import annotations
 
 import json
+import secrets
 import types
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -14,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from agent_cli.tools.base import Tool, canonical_json, sha256_json
+from agent_cli.tools.base import Tool, args_digest, canonical_json
 
 
 @dataclass(frozen=True)
@@ -98,6 +99,9 @@ def _json_kind(value: Any) -> str:
 class Registry:
     def __init__(self, tools: Iterable[Tool] = ()) -> None:
         self._tools: dict[str, Tool] = {}
+        self.args_key: bytes = secrets.token_bytes(32)
+        """Keys `args_hash` (tools/base.args_digest). A session sets its log key here; until
+        then a random one, so no unkeyed hash of the arguments is ever made."""
         for t in tools:
             self.add(t)
 
@@ -111,6 +115,9 @@ class Registry:
         if tool.input_schema is None:
             tool.args = _forbid_extra(tool.args)
         self._tools[tool.name] = tool
+
+    def args_hash(self, args: Any) -> str:
+        return args_digest(self.args_key, args)
 
     def remove(self, name: str) -> None:
         self._tools.pop(name, None)
@@ -149,7 +156,7 @@ class Registry:
             except ValueError as e:
                 raise CallRejected(f"Invalid arguments for {tool.name}:\n{e}") from None
             args_json = canonical_json(data)
-            return ValidCall(call_id, tool, None, args_json, sha256_json(data))
+            return ValidCall(call_id, tool, None, args_json, self.args_hash(data))
         if _has_lone_surrogate(raw_input):
             raise CallRejected(
                 f"Invalid arguments for {tool.name}: a string holds an unpaired UTF-16 "
@@ -160,4 +167,4 @@ class Registry:
         except ValidationError as e:
             raise CallRejected(format_validation_error(tool.name, e)) from None
         shown = args.model_dump(mode="json")
-        return ValidCall(call_id, tool, args, canonical_json(shown), sha256_json(shown))
+        return ValidCall(call_id, tool, args, canonical_json(shown), self.args_hash(shown))

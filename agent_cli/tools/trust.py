@@ -144,8 +144,11 @@ class PluginPins:
         self._save()
 
     def _save(self) -> None:
-        """Write to a temporary file and rename it: a crash never leaves half a pins file."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        """Write to a temporary file (mkstemp: 0600) and rename it: a crash never leaves half a
+        pins file."""
+        from agent_cli.private_files import private_dir
+
+        private_dir(self.path.parent)
         body = json.dumps({"version": PINS_VERSION, "files": self._files}, indent=1,
                           ensure_ascii=True, sort_keys=True)
         fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".plugin-pins-", suffix=".tmp")

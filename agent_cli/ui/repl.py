@@ -191,21 +191,20 @@ def as_shown(out: object) -> Text | ConsoleRenderable | RichCast:
     return safe(str(out))
 
 
-def open_history(history_file: Path) -> History:
-    """The prompt history file under AGENT_CLI_HOME; in memory when it cannot be written (a
-    read-only home must not stop the chat, the history just is not kept)."""
-    from prompt_toolkit.history import FileHistory, InMemoryHistory
+def open_history(history_file: Path, redactor: Any = None) -> History:
+    """The prompt history file under AGENT_CLI_HOME, redacted like the log and 0600 (ui/history);
+    in memory when it cannot be written (a read-only home must not stop the chat)."""
+    from prompt_toolkit.history import InMemoryHistory
+
+    from agent_cli.ui.history import RedactedFileHistory
 
     try:
-        history_file.parent.mkdir(parents=True, exist_ok=True)
-        with open(history_file, "a", encoding="utf-8"):  # writable? (not a folder, not locked)
-            pass
-    except OSError:
+        return RedactedFileHistory(history_file, redactor)
+    except (OSError, ValueError):  # not writable, a folder, a FIFO: the history is not kept
         return InMemoryHistory()
-    return FileHistory(str(history_file))
 
 
-def make_prompt(history_file: Path) -> Callable[[], str]:
+def make_prompt(history_file: Path, redactor: Any = None) -> Callable[[], str]:
     """The real line editor: persistent history, Enter sends, Alt-Enter / Esc Enter / Ctrl-J add
     a newline. prompt-toolkit is imported here so `agent-cli --help` never pays for it."""
     from prompt_toolkit import PromptSession
@@ -219,7 +218,8 @@ def make_prompt(history_file: Path) -> Callable[[], str]:
     def _newline(event: KeyPressEvent) -> None:
         event.current_buffer.insert_text("\n")
 
-    ps: PromptSession[str] = PromptSession(history=open_history(history_file), key_bindings=kb,
+    ps: PromptSession[str] = PromptSession(history=open_history(history_file, redactor),
+                                           key_bindings=kb,
                                            multiline=False,
                                            prompt_continuation=lambda width, n, soft: "… ")
     return lambda: ps.prompt(PROMPT)

@@ -25,7 +25,8 @@ from agent_cli.approval import (
     Denied,
     NonInteractiveApprover,
 )
-from agent_cli.tools.base import sha256_json
+from agent_cli.session_log import log_key
+from agent_cli.tools.base import args_digest, sha256_json
 from agent_cli.ui.panel import TerminalApprover
 
 from .conftest import (
@@ -265,13 +266,15 @@ def test_what_runs_is_the_frozen_copy_that_was_shown(harness: Harness, tmp_path:
     assert_terminal_clean(o.terminal)
     [approval] = o.logged(ev.Approval)
     assert approval.args == args, "the log holds the arguments that were shown"
-    assert approval.args_hash == sha256_json(args)
+    key = log_key()
+    assert key is not None
+    assert approval.args_hash == args_digest(key, args)
     frozen = harness.workspace / "frozen.txt"
     [result] = o.sent_back(1)
     assert not result.get("is_error"), result
     ran = json.loads(frozen.read_text())
     assert ran == args, "it ran with exactly the arguments shown"
-    assert sha256_json(ran) == approval.args_hash, "the logged hash is the hash of what ran"
+    assert args_digest(key, ran) == approval.args_hash, "the logged hash is the hash of what ran"
     assert list(o.disk_changes()) == [str(frozen)]
 
 

@@ -1,0 +1,119 @@
+"""The one trust check for session logs: may agent-cli act on what this log says?
+
+Showing a log (`replay`) and checking it (`log verify`) work on any log. Acting on one is another
+matter: `replay --rerun --reuse-approvals` runs calls without a panel because the log says the user
+approved them, and `undo` rewrites files to the state a log recorded. A log is data from disk; the
+hash chain alone proves nothing, since anyone can compute it (it is public arithmetic). What proves
+"this user's agent-cli wrote it" is the MAC each record carries, made with this user's log key
+(AGENT_CLI_HOME/log.key, which no tool can read: tools/paths.py refuses agent-cli's own state).
+
+So a log is trusted only when ALL of these hold, and the first that does not is the reason:
+
+- it is a regular file that can be read (never a FIFO or device);
+- this user has a log key;
+- `session_log.verify` with that key finds no fault AND not a single warning: no torn or cut line,
+  no NUL debris, no session signed with another key or with none (a foreign session appended to
+  the user's own log), no record of a newer format, and the last session ended (`session_end`);
+- every session in it is signed with this key (`key_id` matches) and every record carries a MAC
+  that matches (verify turns a missing or wrong MAC in a signed session into a fault).
+
+Callers (rerun's --reuse-approvals, undo) call `check_trust(path)` and refuse with
+`LogTrust.reason` when `trusted` is false. To act on exactly the bytes that were checked, read the
+log from `trusted_copy` (a private snapshot taken before the check), not from the original path,
+which could be rewritten between the check and the use.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from agent_cli.errors import LogError
+
+if TYPE_CHECKING:
+    from agent_cli.session_log import VerifyResult
+
+__all__ = ["LogTrust", "check_trust", "judge", "trusted_copy"]
+
+
+@dataclass(frozen=True)
+class LogTrust:
+    """The answer of `check_trust`."""
+
+    trusted: bool
+    """True only when every record is signed with this user's key on a chain that verifies
+    from the first line to the last without a single warning."""
+    reason: str
+    """A sentence for the user: why the log is (not) trusted. Refusals quote it."""
+    events: int = 0
+    """Records checked (all of them when trusted)."""
+    head: str = ""
+    """The last record's hash when trusted: names exactly the content that was trusted."""
+    problems: tuple[str, ...] = field(default_factory=tuple)
+    """The fault and every warning `log verify` reported, for a detailed refusal."""
+
+
+def check_trust(path: Path, key: bytes | None = None) -> LogTrust:
+    """Decide whether the log at `path` may be acted on (approvals reused, effects undone).
+
+    `key` is the log key to check against; None means this user's own key from AGENT_CLI_HOME
+    (the normal case; tests and tools pass one explicitly). Never raises for a bad log: an
+    unreadable, forged or foreign one is simply not trusted, with the reason."""
+    from agent_cli.session_log import log_key, verify
+
+    if key is None:
+        try:
+            key = log_key(create=False)
+        except LogError as e:
+            return LogTrust(False, f"{e} Without this user's log key no log can be trusted.")
+    if key is None:
+        return LogTrust(False, "there is no log key on this machine yet (AGENT_CLI_HOME/log.key), "
+                               "so no log here can be shown to be this user's own.")
+    try:
+        result = verify(path, key=key)
+    except LogError as e:
+        return LogTrust(False, str(e))
+    except (OSError, ValueError, RecursionError) as e:  # a reader must never take the caller down
+        return LogTrust(False, f"{path} could not be checked ({type(e).__name__}).")
+    return judge(result)
+
+
+def judge(result: VerifyResult) -> LogTrust:
+    """The trust rule over a finished `verify(path, key=...)` run (which checked the MACs with
+    that key): `log verify` uses it to say whether the log it just checked is trusted, without
+    reading the file twice."""
+    problems = tuple(([result.fault] if result.fault else []) + list(result.warnings))
+    if result.fault is not None:
+        return LogTrust(False, f"the log fails `agent-cli log verify`: {result.fault}.",
+                        result.count, problems=problems)
+    if result.warnings:
+        more = f" (and {len(result.warnings) - 1} more)" if len(result.warnings) > 1 else ""
+        return LogTrust(False, "only a log that verifies without a single warning is trusted, "
+                               f"and this one has: {result.warnings[0]}{more}.",
+                        result.count, problems=problems)
+    return LogTrust(True, f"every one of its {result.count} records is signed with this user's "
+                          "log key and the chain is intact.", result.count, result.head)
+
+
+@contextmanager
+def trusted_copy(path: Path) -> Iterator[Path]:
+    """A private copy of the log (0600, in a 0700 temporary folder), removed afterwards. Check
+    and use the copy: the original could be rewritten between a check and a read of it."""
+    from agent_cli.session_log import open_log
+
+    folder = Path(tempfile.mkdtemp(prefix="agent-cli-log-"))
+    try:
+        copy = folder / "log.jsonl"
+        with open_log(path) as src:
+            fd = os.open(copy, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "wb") as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+        yield copy
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
