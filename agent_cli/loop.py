@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_cli import events as ev
-from agent_cli.approval import ApprovalRequest, Approved, Gate
+from agent_cli.approval import ApprovalRequest, Approved, Gate, path_arg_names
 from agent_cli.errors import ProviderError, ToolFailed
 from agent_cli.providers.base import ModelRequest, ModelResponse, Provider
 from agent_cli.tools.base import ToolContext, ToolOutput, canonical_json, sha256_json
@@ -267,6 +267,8 @@ class Loop:
             description=call.tool.description,
             source=call.tool.source,
             extra=dict(call.tool.extra_panel),
+            path_args=path_arg_names(call.tool.schema()),
+            workspace=str(self.workspace),
         )
         decision = self.gate.decide(request)
         approved = isinstance(decision, Approved)
