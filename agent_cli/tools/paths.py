@@ -23,7 +23,7 @@ import os
 import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent_cli.errors import PathRefused
@@ -296,8 +296,9 @@ class FileState:
     exists: bool
     sha256: str | None = None
     size: int = 0
-    anchor: DirAnchor | None = None
-    """Where it was previewed; a write given this state goes there or nowhere."""
+    anchor: DirAnchor | None = field(default=None, compare=False)
+    """Where it was previewed; a write given this state goes there or nowhere. Not part of
+    equality: two states of the same content are equal wherever they were taken."""
 
 
 def file_state(workspace: Path, raw: str) -> FileState:
