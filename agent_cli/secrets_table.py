@@ -81,12 +81,15 @@ SHAPES: tuple[tuple[str, re.Pattern[str], int], ...] = (
      1),
     # scheme://user:password@host and scheme://:password@host (redis): keep user and host.
     ("url_password", re.compile(r"://[^\s:/@]{0,256}:([^\s/]{1,256})@"), 1),
-    # curl -u user:password / --user=user:password: keep the user.
+    # curl -u user:password / --user=user:password: keep the user. A numeric user is a uid
+    # (`docker run -u 1000:1000`), not a login.
     ("basic_auth", re.compile(r"(?<![A-Za-z0-9_\-])(?:-u|--user)(?:[ \t]++|=)['\"]?+"
-                              r"[^\s:'\"]{1,256}:([^\s'\"]{1,256})"), 1),
-    # .netrc: `machine h login u password X` on one line, or `password X` alone on its line.
-    ("netrc", re.compile(r"(?<![A-Za-z0-9_\-])(?:machine|login|default)[ \t][^\n]{0,256}?"
-                         r"(?<![A-Za-z0-9_\-])password[ \t]++(\S++)"), 1),
+                              r"(?![0-9]++:)[^\s:'\"]{1,256}:([^\s'\"]{1,256})"), 1),
+    # .netrc: `machine h login u password X` (tokens in any of netrc's orders), `login u password
+    # X` on a continuation line, or `password X` alone on its line. Possessive token runs only.
+    ("netrc", re.compile(r"(?<![A-Za-z0-9_\-])(?:(?:machine[ \t]++\S++|default)"
+                         r"(?:[ \t]++(?:login|account|port)[ \t]++\S++)*+|login[ \t]++\S++)"
+                         r"[ \t]++password[ \t]++(\S++)"), 1),
     ("netrc", re.compile(r"(?m)^[ \t]*+password[ \t]++(\S++)[ \t]*+$"), 1),
 )
 

@@ -79,6 +79,7 @@ NAMES = [
 PLAIN_VALUES = [
     "https://example.com:8443/path?q=1", "/usr/local/bin:/usr/bin", "en_US.UTF-8",
     "user@example.com", "skip_test_of_this", "hf_small", "password reset is broken today",
+    "docker run -u 1000:1000 image",
 ]
 
 
