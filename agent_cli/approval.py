@@ -7,6 +7,7 @@ decision for another id or another hash is treated as a denial. There is no appr
 from __future__ import annotations
 
 import fnmatch
+import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -31,6 +32,11 @@ class ApprovalRequest:
     arg_order: tuple[str, ...] = ()
     """The argument names in the order the tool's schema declares them (path before content), so
     the panel lists them as the author wrote them; names not in it follow, sorted."""
+    path_args: tuple[str, ...] = ()
+    """Names of the arguments that are paths (see `path_arg_names`): deny rules match them on
+    their workspace-relative canonical form."""
+    workspace: str = ""
+    """The workspace root the paths resolve in ("" when unknown: rules see the raw values)."""
 
 
 @dataclass(frozen=True)
@@ -146,7 +152,13 @@ class ScriptedApprover:
 
 class DenyRule(BaseModel):
     """Refuse a call before any panel: `tool` is a glob over tool names, `args` maps an argument
-    name to a glob over its value (all must match)."""
+    name to a glob over its value (all must match).
+
+    A rule matches a value in any of its spellings, so it cannot be stepped around by writing the
+    same thing differently: a path argument also on its workspace-relative canonical form
+    (`./secrets/x`, `/abs/ws/secrets/x`, `secrets//x` and `a/../secrets/x` are all `secrets/x`,
+    links resolved too), every other argument also on a normalised form (an argv list joined with
+    single spaces, runs of whitespace collapsed to one space, ends trimmed)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -154,21 +166,69 @@ class DenyRule(BaseModel):
     args: dict[str, str] = {}
     reason: str = ""
 
-    def matches(self, name: str, args: dict[str, Any]) -> bool:
+    def matches(self, name: str, args: dict[str, Any], *, path_args: Iterable[str] = (),
+                workspace: str = "") -> bool:
         if not fnmatch.fnmatchcase(name, self.tool):
             return False
+        paths = set(path_args)
         for key, pattern in self.args.items():
             if key not in args:
                 return False
-            value = args[key]
-            text = " ".join(map(str, value)) if isinstance(value, list) else str(value)
-            if not fnmatch.fnmatchcase(text, pattern):
+            forms = _arg_forms(args[key], workspace if key in paths else None)
+            if not any(fnmatch.fnmatchcase(text, pattern) for text in forms):
                 return False
         return True
 
     def describe(self) -> str:
         parts = [f"tool={self.tool}"] + [f"{k}={v}" for k, v in self.args.items()]
         return "deny rule [" + ", ".join(parts) + "]"
+
+
+PATH_ARG_NAMES = frozenset({"path", "file", "filename", "filepath", "dir", "directory",
+                            "folder", "cwd", "src", "dst", "source", "destination", "target"})
+PATH_ARG_SUFFIXES = ("_path", "_file", "_dir", "_folder", "path")
+
+
+def path_arg_names(schema: dict[str, Any]) -> tuple[str, ...]:
+    """The arguments of a tool's JSON schema that name files: marked `"format": "path"` (a
+    plugin can say so with `Field(json_schema_extra={"format": "path"})`), or named like one
+    (`path`, `file`, `*_path`, ...). The built-ins use `path`."""
+    props = schema.get("properties")
+    if not isinstance(props, dict):
+        return ()
+    out = []
+    for key, prop in props.items():
+        lower = str(key).lower()
+        marked = isinstance(prop, dict) and prop.get("format") == "path"
+        if marked or lower in PATH_ARG_NAMES or lower.endswith(PATH_ARG_SUFFIXES):
+            out.append(str(key))
+    return tuple(out)
+
+
+_BLANKS = re.compile(r"\s+")
+
+
+def _arg_forms(value: Any, workspace: str | None) -> set[str]:
+    """Every spelling a deny rule is matched against: as given, normalised, and for a path its
+    canonical workspace-relative form."""
+    raw = " ".join(map(str, value)) if isinstance(value, list) else str(value)
+    forms = {raw, _BLANKS.sub(" ", raw).strip()}
+    if workspace is not None and isinstance(value, str):
+        forms |= _path_forms(value, workspace)
+    return forms
+
+
+def _path_forms(value: str, workspace: str) -> set[str]:
+    """`value` relative to the workspace after `.`, `..` and repeated slashes are folded, both
+    lexically and with links resolved; a path outside the workspace keeps its absolute form."""
+    root = os.path.abspath(workspace) if workspace else os.getcwd()
+    joined = os.path.join(root, os.path.expanduser(value))
+    forms: set[str] = set()
+    for root_form, full in ((root, os.path.normpath(joined)),
+                            (os.path.realpath(root), os.path.realpath(joined))):
+        rel = os.path.relpath(full, root_form)
+        forms.add(full if rel == ".." or rel.startswith("../") else rel)
+    return forms
 
 
 class Gate:
@@ -181,7 +241,8 @@ class Gate:
     def rule_denial(self, request: ApprovalRequest) -> Denied | None:
         """The denial of the first deny rule that matches, if any (asked before any panel)."""
         for rule in self.rules:
-            if rule.matches(request.name, request.args):
+            if rule.matches(request.name, request.args, path_args=request.path_args,
+                            workspace=request.workspace):
                 why = rule.describe() + (f": {rule.reason}" if rule.reason else "")
                 return Denied(request.call_id, f"refused by {why}", by="rule")
         return None

@@ -230,28 +230,46 @@ def chat(
         from agent_cli.approval import NonInteractiveApprover
 
         approver = NonInteractiveApprover()
-    session = build_session(common, console=console, approver=approver,
+    from agent_cli.signals import EndingApprover, Terminated, TerminationSignals
+
+    signals = TerminationSignals()
+    session = build_session(common, console=console, approver=EndingApprover(approver, signals),
                             sinks=[Renderer(console)], history=history, continues=continues)
     if _interactive():
-        read = make_prompt(home() / "history", session.log.redactor)
+        prompt_read = make_prompt(home() / "history", session.log.redactor)
     else:
-        def read() -> str:
+        def prompt_read() -> str:
             line = sys.stdin.readline()
             if not line:
                 raise EOFError
             return line.rstrip("\n")
-    session.start()
-    warm_up = getattr(session.provider, "warm_up", None)
-    if callable(warm_up) and _interactive():
-        warm_up()
-    for note in notes:
-        from agent_cli.events import Notice
 
-        session.emit(Notice(message=note, kind="resume"))
-    try:
-        run_repl(session, console, read)
-    finally:
-        session.close()
+    def read() -> str:
+        # After SIGTERM/SIGHUP the REPL ends as on Ctrl-D, once the turn was settled.
+        if signals.received is not None:
+            raise EOFError
+        try:
+            return prompt_read()
+        except Terminated:
+            raise EOFError from None
+
+    with signals:
+        try:
+            session.start()
+            warm_up = getattr(session.provider, "warm_up", None)
+            if callable(warm_up) and _interactive():
+                warm_up()
+            for note in notes:
+                from agent_cli.events import Notice
+
+                session.emit(Notice(message=note, kind="resume"))
+            run_repl(session, console, read)
+        except Terminated:
+            pass  # between the steps that handle it: the session still closes below
+        finally:
+            session.close(signals.reason)
+    if signals.exit_code is not None:
+        raise typer.Exit(signals.exit_code)
 
 
 def _resumed_history(common: Common, resume: Path | None, continue_: bool
@@ -298,17 +316,24 @@ def run(
         approver = TerminalApprover(Console(highlight=False, stderr=True))
     else:
         approver = NonInteractiveApprover()
+    from agent_cli.signals import EndingApprover, TerminationSignals
+
+    signals = TerminationSignals()
     sinks: list[Sink] = [StatusOnly(console) if output == "jsonl" else Renderer(console)]
-    session = build_session(common, console=console, approver=approver, sinks=sinks)
+    session = build_session(common, console=console, approver=EndingApprover(approver, signals),
+                            sinks=sinks)
     if output == "jsonl":
         session.log.mirror = _print_line
-    session.start()
-    try:
-        result = session.send(prompt)
-    except KeyboardInterrupt:
-        session.close("interrupted")
-        raise typer.Exit(EXIT_INTERRUPTED) from None
-    session.close()
+    with signals:  # SIGTERM/SIGHUP take the Ctrl-C path, then exit 143/129
+        try:
+            session.start()
+            result = session.send(prompt)
+        except KeyboardInterrupt:
+            session.close(signals.reason if signals.received is not None else "interrupted")
+            raise typer.Exit(signals.exit_code or EXIT_INTERRUPTED) from None
+        session.close(signals.reason)
+    if signals.exit_code is not None:
+        raise typer.Exit(signals.exit_code)
     raise typer.Exit(TURN_EXIT.get(result.reason, EXIT_OK))
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_cli import events as ev
-from agent_cli.approval import ApprovalRequest, Approved, Denied, Gate
+from agent_cli.approval import ApprovalRequest, Approved, Denied, Gate, path_arg_names
 from agent_cli.errors import ProviderError, ToolFailed
 from agent_cli.providers.base import ModelRequest, ModelResponse, Provider
 from agent_cli.tools.base import ToolContext, ToolOutput, canonical_json
@@ -307,6 +307,8 @@ class Loop:
             source=call.tool.source,
             extra=dict(call.tool.extra_panel),
             arg_order=order,
+            path_args=path_arg_names(call.tool.schema()),
+            workspace=str(self.workspace),
         )
         reply = self._reply
         if (reply.denials and reply.panels >= self.limits.max_panels_after_denial

@@ -7,9 +7,11 @@ tokens, private keys and ``NAME=value`` lines whose NAME says "secret"; it
 cannot recognise a bare password in prose. When unsure it errs towards
 redacting: a log that says too little is better than one that leaks.
 
-Kinds: ``anthropic``, ``openai``, ``github``, ``slack``, ``aws``,
-``private_key``, ``jwt``, ``bearer``, ``url_password``, ``env`` and
-``custom`` (patterns from config). A redacted text passes through again
+Kinds: those of the shared table in agent_cli/secrets_table.py (``anthropic``,
+``openai``, ``stripe``, ``github``, ``gitlab``, ``slack``, ``google``, ``npm``,
+``huggingface``, ``sendgrid``, ``aws``, ``private_key``, ``jwt``, ``bearer``,
+``url_password``, ``basic_auth``, ``netrc``), ``env`` and ``custom`` (patterns
+from config). The child-environment scrub reads the same table. A redacted text passes through again
 unchanged, so redacting twice is harmless.
 
 Stdlib only and linear time: every built-in pattern either starts at a
@@ -26,6 +28,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from agent_cli.secrets_table import SHAPES, is_secret_name, secret_kind_of_name
+
 __all__ = ["Redactor", "default_redactor", "is_secret_name"]
 
 
@@ -38,74 +42,9 @@ def _marker(kind: str) -> str:
 # redaction idempotent and keeps the more precise kind of the shape rules.
 _ALREADY = re.compile(r"(?:(?i:bearer)[ \t]+)?\[REDACTED:[A-Za-z0-9_-]+\]")
 
-# --- token shapes -----------------------------------------------------------
-# Each entry: (kind, pattern, group to replace or 0 for the whole match).
-# Order matters: more specific shapes first (sk-ant- before sk-), private keys
-# before anything that could cut a key block in pieces.
+# --- token shapes: the shared table (agent_cli/secrets_table.py) -------------------------
 
-_TOKEN_CHARS = "A-Za-z0-9_\\-"
-_NOT_AFTER_WORD = f"(?<![{_TOKEN_CHARS}])"
-
-_PRIVATE_KEY_BODY = "[A-Za-z0-9+/=\\s:,.\\\\-]"
-_PRIVATE_KEY = re.compile(
-    "-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
-    # The armoured body up to the END line; if there is no END line (a cut
-    # log, a truncated output), everything that still looks like the body.
-    f"(?:{_PRIVATE_KEY_BODY}*?-----END[A-Z0-9 ]{{0,40}}PRIVATE KEY(?: BLOCK)?-----"
-    f"|{_PRIVATE_KEY_BODY}*+)"
-)
-
-_SHAPES: tuple[tuple[str, re.Pattern[str], int], ...] = (
-    ("private_key", _PRIVATE_KEY, 0),
-    ("anthropic", re.compile(f"{_NOT_AFTER_WORD}sk-ant-[{_TOKEN_CHARS}]{{20,}}+"), 0),
-    (
-        "openai",
-        re.compile(f"{_NOT_AFTER_WORD}sk-(?:proj-)?[{_TOKEN_CHARS}]{{20,}}+"),
-        0,
-    ),
-    (
-        "github",
-        re.compile(
-            f"{_NOT_AFTER_WORD}(?:gh[pousr]_[A-Za-z0-9]{{20,}}+|github_pat_[A-Za-z0-9_]{{20,}}+)"
-        ),
-        0,
-    ),
-    (
-        "slack",
-        re.compile(f"{_NOT_AFTER_WORD}xox[abeprs]-[A-Za-z0-9\\-]{{10,}}+"),
-        0,
-    ),
-    # The webhook URL is the secret; keep the host so the log still says what it was.
-    (
-        "slack",
-        re.compile(
-            r"(?:https?://)?hooks\.slack\.com/(?:services|workflows|triggers)/"
-            r"([A-Za-z0-9_/\-]++)"
-        ),
-        1,
-    ),
-    # Not inside a longer upper-case run (a hash, an ID): that is not a key id.
-    ("aws", re.compile(r"(?<![A-Z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Z0-9])"), 0),
-    (
-        "jwt",
-        re.compile(
-            f"{_NOT_AFTER_WORD}eyJ[{_TOKEN_CHARS}]++\\.eyJ[{_TOKEN_CHARS}]++\\.[{_TOKEN_CHARS}]*+"
-        ),
-        0,
-    ),
-    # "Bearer <token>": keep the scheme word. Prose ("a Bearer token") is not a
-    # token: require a digit or punctuation in it, or a long all-letter run.
-    (
-        "bearer",
-        re.compile(
-            r"(?<![A-Za-z0-9_])(?i:bearer)[ \t]++"
-            r"((?=[A-Za-z]*+[0-9._~+/=\-])[A-Za-z0-9._~+/=\-]{8,}+|[A-Za-z]{32,}+)"
-        ),
-        1,
-    ),
-    # scheme://user:password@host: keep the user and host.
-    ("url_password", re.compile(r"://[^\s:/@]{1,256}:([^\s/]{1,256})@"), 1),
-)
+_SHAPES = SHAPES
 
 # --- NAME=value lines -------------------------------------------------------
 # A candidate is a name containing a marker (cheap, case-insensitive filter in
@@ -113,7 +52,7 @@ _SHAPES: tuple[tuple[str, re.Pattern[str], int], ...] = (
 # line. Whether the name really is secret is decided by is_secret_name().
 
 _NAME_CHARS = r"A-Za-z0-9_.\-"
-_MARKERS = "key|secret|token|passw|pwd|credential|auth|passphrase"
+_MARKERS = "key|secret|token|pass|pw|credential|auth"
 _ENV = re.compile(
     rf"""
     (?<![{_NAME_CHARS}])
@@ -144,73 +83,7 @@ _NOT_A_SECRET = re.compile(
     re.VERBOSE,
 )
 
-# Split a name into words: snake_case, kebab-case, dotted, camelCase, ACRONYMCase.
-_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
-
-# A word that is exactly one of these marks the name as secret.
-_WHOLE_WORDS = frozenset(
-    {
-        "key",
-        "pwd",
-        "auth",
-        "authorization",
-        "token",
-        "secret",
-        "secrets",
-        "password",
-        "passwords",
-        "passwd",
-        "credential",
-        "credentials",
-        "passphrase",
-    }
-)
-# A word ending in one of these too ("PGPASSWORD", "clientsecret", "apikey").
-# Not for short markers: "monkey", "hotkey", "oauth" are not secrets. Not
-# "tokens": "max_tokens" is a setting, not a credential.
-_SUFFIXES = (
-    "secret",
-    "secrets",
-    "token",
-    "password",
-    "passwords",
-    "passwd",
-    "credential",
-    "credentials",
-    "passphrase",
-    "apikey",
-    "secretkey",
-    "privatekey",
-    "accesskey",
-    "masterkey",
-    "authkey",
-    "signingkey",
-    "encryptionkey",
-)
-# Names that contain a marker but are well-known non-secrets ($PWD is the cwd).
-_NOT_SECRET_NAMES = frozenset({"pwd", "oldpwd"})
-
-
-def is_secret_name(name: str) -> bool:
-    """True if a key or variable name says its value is a secret.
-
-    The marker must be a whole word of the name, so ``api_key``, ``API-KEY``,
-    ``openaiKey``, ``key`` and ``aws_secret_access_key`` count while
-    ``keyboard``, ``monkey`` and ``tokenizer`` do not. Long markers may also
-    end a word (``PGPASSWORD``, ``apikey``).
-    """
-    if name.lower() in _NOT_SECRET_NAMES:
-        return False
-    for word in _WORDS.findall(name):
-        lower = word.lower()
-        if lower in _WHOLE_WORDS or lower.endswith(_SUFFIXES):
-            return True
-    return False
-
-
-def _secret_kind(name: str) -> str:
-    lower = name.lower()
-    return "aws" if "aws" in lower and "secret" in lower else "env"
+_secret_kind = secret_kind_of_name
 
 
 def _leave_value(value: str) -> bool:

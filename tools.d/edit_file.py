@@ -108,7 +108,8 @@ def run(args: Args, ctx: ToolContext) -> ToolOutput:
     # The guarded write hashes the file again on the descriptor it writes: a change between this
     # read and the write is refused too.
     real = write_bytes_guarded(ctx.workspace, args.path, new,
-                               FileState(True, hashlib.sha256(data).hexdigest(), len(data)))
+                               FileState(True, hashlib.sha256(data).hexdigest(), len(data),
+                                         expected.anchor if expected is not None else None))
     shown = display_path(ctx.workspace, real)
     return EditOutput(f"edited {shown}: {count} replacement{'s' if count != 1 else ''}",
                       written_sha256=hashlib.sha256(new).hexdigest())

@@ -2,14 +2,22 @@
 
 The walk goes through folder descriptors without following links, and every file is opened
 non-blocking with O_NOFOLLOW, so a link out of the workspace or a FIFO is skipped, never read.
+
+The pattern comes from the model and runs without a panel, so it must not be able to freeze the
+program: a catastrophic pattern such as `(a|aa)+$` backtracks for longer than the universe is old.
+The stdlib `re` holds the interpreter lock for the whole match, so neither the tool timeout nor
+Ctrl-C could stop it. The `regex` module matches with the lock released (`concurrent=True`) and
+gives up after `timeout=` seconds: the search is done in slices that double in length (each at
+most a quarter of the time left), up to the tool's deadline, and Ctrl-C (the cancel flag) is seen
+between slices.
 """
 
 import os
-import re
 import stat
+import time
 from collections.abc import Generator
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -24,9 +32,17 @@ from agent_cli.tools.paths import (
     resolve_in_workspace,
 )
 
+if TYPE_CHECKING:
+    import regex
+
 MAX_MATCHES = 500
 MAX_FILE_BYTES = 2_000_000
 MAX_LINE_CHARS = 300
+FIRST_SLICE_S = 0.25
+"""The first time budget for one line; a line that needs more is tried again with twice as much,
+until the tool's deadline. Ordinary lines take microseconds, so they never see a second slice."""
+MIN_SLICE_S = 0.02
+"""Less time than this left before the deadline: stop rather than start another slice."""
 SKIP_DIRS = {".git", "node_modules", "__pycache__", ".venv", "venv", ".mypy_cache"}
 _FLAGS = (os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
           | getattr(os, "O_CLOEXEC", 0))
@@ -56,52 +72,105 @@ def _read_at(dir_fd: int, name: str) -> "bytes | None":
         os.close(fd)
 
 
-def _matches(rx: "re.Pattern[str]", shown: str, data: bytes, out: "list[str]") -> bool:
-    """Append matching lines; True when the match limit is reached."""
-    if b"\x00" in data[:4096]:
+class _Stopped(Exception):
+    """The deadline passed or the user pressed Ctrl-C while a pattern was being matched."""
+
+    def __init__(self, where: str, timed_out: bool) -> None:
+        super().__init__(where)
+        self.where = where
+        self.timed_out = timed_out
+
+
+class _Search:
+    def __init__(self, rx: "regex.Pattern[str]", ctx: ToolContext) -> None:
+        self.rx = rx
+        self.ctx = ctx
+        self.deadline = time.monotonic() + ctx.timeout_s
+
+    def line_matches(self, line: str, where: str) -> bool:
+        budget = FIRST_SLICE_S
+        while True:
+            remaining = self.deadline - time.monotonic()
+            if self.ctx.cancel.is_set() or remaining <= MIN_SLICE_S:
+                raise _Stopped(where, timed_out=not self.ctx.cancel.is_set())
+            try:
+                # The module's timeout runs on the matching thread's own clock, which on a busy
+                # machine runs slower than the wall clock (3x at a load of 7 on 2 cores): a slice
+                # of a quarter of the time left still ends before the deadline.
+                return self.rx.search(line, timeout=min(budget, remaining / 4),
+                                      concurrent=True) is not None
+            except TimeoutError:
+                budget *= 2
+
+    def matches(self, shown: str, data: bytes, out: "list[str]") -> bool:
+        """Append matching lines; True when the match limit is reached."""
+        if b"\x00" in data[:4096]:
+            return False
+        for n, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
+            if self.line_matches(line, f"{shown}:{n}"):
+                out.append(f"{shown}:{n}: {line[:MAX_LINE_CHARS]}")
+                if len(out) >= MAX_MATCHES:
+                    return True
         return False
-    for n, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
-        if rx.search(line):
-            out.append(f"{shown}:{n}: {line[:MAX_LINE_CHARS]}")
-            if len(out) >= MAX_MATCHES:
-                return True
-    return False
+
+
+def _compile(pattern: str) -> Any:
+    import regex  # imported on first use: start-up does not pay for it
+
+    try:
+        return regex.compile(pattern)
+    except regex.error as e:
+        raise ToolFailed(f"the pattern is not a valid regular expression: {e}") from None
 
 
 def run(args: Args, ctx: ToolContext) -> str:
-    try:
-        rx = re.compile(args.pattern)
-    except re.error as e:
-        raise ToolFailed(f"the pattern is not a valid regular expression: {e}") from None
-    real = resolve_in_workspace(ctx.workspace, args.path)
+    search = _Search(_compile(args.pattern), ctx)
     out: list[str] = []
+    try:
+        full = _search(args, ctx, search, out)
+    except _Stopped as stop:
+        if not stop.timed_out:
+            raise KeyboardInterrupt from None  # the loop reports the interrupt
+        found = "\n".join(out[:50])
+        raise ToolFailed(
+            f"the pattern took longer than the {ctx.timeout_s:g} s tool timeout on {stop.where} "
+            "and the search was stopped. Patterns with nested repetition such as (a|aa)+$ can "
+            "backtrack without end; simplify the pattern or search a smaller path."
+            + (f" Matches found before it stopped:\n{found}" if found else "")) from None
+    if full:
+        out.append(f"[... stopped at {MAX_MATCHES} matches ...]")
+    return "\n".join(out) if out else "no matches"
+
+
+def _search(args: Args, ctx: ToolContext, search: _Search, out: "list[str]") -> bool:
+    real = resolve_in_workspace(ctx.workspace, args.path)
     full = False
     if not real.is_dir():
         with open_file_read(ctx.workspace, args.path) as (fd, _st, _real):
             whole = read_fd(fd, MAX_FILE_BYTES)
-        full = _matches(rx, display_path(ctx.workspace, real), whole, out)
+        full = search.matches(display_path(ctx.workspace, real), whole, out)
     else:
         walker = cast("Generator[tuple[str, list[str], list[str], int], None, None]",
                       os.fwalk(real, follow_symlinks=False))
-        for dirpath, dirnames, filenames, dir_fd in walker:
-            dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS
-                                 and protected_reason(Path(dirpath) / d) is None)
-            for name in sorted(filenames):
-                if ctx.cancel.is_set():
+        try:
+            for dirpath, dirnames, filenames, dir_fd in walker:
+                dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS
+                                     and protected_reason(Path(dirpath) / d) is None)
+                for name in sorted(filenames):
+                    if ctx.cancel.is_set():
+                        break
+                    data = _read_at(dir_fd, name)
+                    if data is None:
+                        continue
+                    shown = display_path(ctx.workspace, Path(dirpath) / name)
+                    full = search.matches(shown, data, out)
+                    if full:
+                        break
+                if full or ctx.cancel.is_set():
                     break
-                data = _read_at(dir_fd, name)
-                if data is None:
-                    continue
-                shown = display_path(ctx.workspace, Path(dirpath) / name)
-                full = _matches(rx, shown, data, out)
-                if full:
-                    break
-            if full or ctx.cancel.is_set():
-                break
-        walker.close()  # closes the folder descriptors still open
-    if full:
-        out.append(f"[... stopped at {MAX_MATCHES} matches ...]")
-    return "\n".join(out) if out else "no matches"
+        finally:
+            walker.close()  # closes the folder descriptors still open, also when stopped
+    return full
 
 
 TOOL = Tool(

@@ -19,8 +19,10 @@ from typing import Any
 from agent_cli.errors import ProviderError
 from agent_cli.providers.base import ModelRequest, ModelResponse, StatusSink, TextSink, usage_of
 from agent_cli.providers.http_errors import (
+    CUT_OFF_KIND,
     broken_stream_message,
     connection_message,
+    cut_off_message,
     explain_status,
     retry_notice,
     retry_wait,
@@ -161,8 +163,18 @@ class AnthropicProvider:
             try:
                 with self._open_stream(client, kwargs) as stream:
                     streamed = True  # the request was answered: from here on, never retried
-                    for text in stream.text_stream:
-                        on_text(text)
+                    # A server may close the stream cleanly before the end: only a reply whose
+                    # `message_stop` arrived is complete (the SDK accepts the prefix as final).
+                    complete = False
+                    for event in stream:
+                        if event.type == "content_block_delta" and \
+                                event.delta.type == "text_delta":
+                            on_text(event.delta.text)
+                        elif event.type == "message_stop":
+                            complete = True
+                    if not complete:
+                        raise ProviderError(cut_off_message("no message_stop event"),
+                                            kind=CUT_OFF_KIND)
                     final = stream.get_final_message()
                 return ModelResponse(
                     content=[_block_to_dict(b) for b in final.content],

@@ -98,8 +98,21 @@ def connection_message(where: str, error: BaseException) -> str:
 
 def broken_stream_message(detail: str) -> str:
     return (
-        f"The connection broke during the reply ({detail}); nothing from the partial reply was "
-        "run. Send your message again."
+        f"The connection broke during the reply ({detail}), so the reply was cut off; nothing "
+        "from the partial reply was run. Send your message again."
+    )
+
+
+CUT_OFF_KIND = "cut_off"
+"""`ProviderError.kind` of a reply whose stream ended before its final event."""
+
+
+def cut_off_message(detail: str) -> str:
+    """A stream that ended cleanly but early: whatever arrived is a prefix of the reply (a tool
+    input cut mid-JSON can parse as a shorter, different command), so none of it is used."""
+    return (
+        f"The stream ended early ({detail}), so the reply was cut off; nothing from it was "
+        "run or proposed. Send your message again."
     )
 
 

@@ -24,8 +24,10 @@ from agent_cli import __version__
 from agent_cli.errors import ProviderError
 from agent_cli.providers.base import ModelRequest, ModelResponse, StatusSink, TextSink
 from agent_cli.providers.http_errors import (
+    CUT_OFF_KIND,
     broken_stream_message,
     connection_message,
+    cut_off_message,
     explain_status,
     retry_notice,
     retry_wait,
@@ -411,8 +413,12 @@ class OpenAIProvider:
             if chunk.get("error"):
                 raise _StreamBroke(f"the server reported an error: {_message_of(chunk)}")
             acc.add(chunk)
-        if not done and acc.finish_reason is None:
-            raise _StreamBroke("the stream ended before the reply was complete")
+        if acc.finish_reason is None:
+            # Complete means the final chunk with a finish_reason arrived; `[DONE]` alone (or
+            # a clean close) after a prefix is not enough: a tool call's arguments cut short
+            # can still parse as a shorter, different call.
+            raise ProviderError(cut_off_message("no chunk with a finish_reason"),
+                                kind=CUT_OFF_KIND)
         return acc.response()
 
 

@@ -103,6 +103,10 @@ def _import_file(path: Path, timeout_s: float | None = None,
     err = result.get("error")
     if err is not None:
         sys.modules.pop(name, None)
+        from agent_cli.tools.pinned_imports import PinRefused
+
+        if isinstance(err, PinRefused):
+            raise PluginSkipped(f"{path}: not loaded, because {err}")
         if isinstance(err, SystemExit):
             raise PluginSkipped(f"{path}: the plugin called sys.exit({err.code!r}) at import; "
                                 "skipped.")
@@ -201,6 +205,11 @@ def load_folder(folder: Path, registry: Registry, report: LoadReport,
     if not folder.is_dir():
         report.errors.append(f"{folder}: tools folder not found.")
         return
+    if pins is not None:
+        # Whatever the plugins import from this folder, now or later, is pinned too.
+        from agent_cli.tools.pinned_imports import watch_plugin_folder
+
+        watch_plugin_folder(folder, pins)
     for path in sorted(folder.glob("*.py")):
         if path.name.startswith("_") or not path.is_file():
             continue

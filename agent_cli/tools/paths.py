@@ -23,7 +23,7 @@ import os
 import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
@@ -129,18 +129,67 @@ def _refusal(e: OSError, raw: str, what: str = "file") -> PathRefused:
     return PathRefused(f"{raw!r}: the {what} cannot be opened ({e.strerror}).")
 
 
+@dataclass(frozen=True)
+class DirAnchor:
+    """Where a write was previewed: the resolved path, and the identity (device, inode) of the
+    deepest folder on its way that existed then (`depth` folders below the workspace root; the
+    parent itself when it existed). The write checks it on the descriptor it writes through, so a
+    folder swapped for a link or for another folder between the panel and the yes is noticed."""
+
+    real: str
+    depth: int
+    dev: int
+    ino: int
+
+
+def dir_anchor(workspace: Path, real: Path, raw: str) -> DirAnchor:
+    """The anchor of a resolved path, walking from the workspace root without following links."""
+    root = real_root(workspace)
+    parts = _parts_below(root, real)[:-1]
+    fd = _open_dir_at(None, root, raw)
+    depth = 0
+    try:
+        for part in parts:
+            try:
+                nxt = _open_dir_at(fd, part, raw)
+            except PathRefused:
+                if os.path.lexists(root.joinpath(*parts[:depth + 1])):
+                    raise
+                break  # missing from here on: the write will create it
+            os.close(fd)
+            fd = nxt
+            depth += 1
+        st = os.fstat(fd)
+    finally:
+        os.close(fd)
+    return DirAnchor(str(real), depth, st.st_dev, st.st_ino)
+
+
+def _check_anchor(fd: int, anchor: DirAnchor, raw: str) -> None:
+    st = os.fstat(fd)
+    if (st.st_dev, st.st_ino) != (anchor.dev, anchor.ino):
+        raise PathRefused(
+            f"{raw}: a folder on its path was replaced or moved after the preview was shown, so "
+            "this is no longer the place the panel showed; nothing was written. Look at the "
+            "folder and propose the change anew."
+        )
+
+
 @contextmanager
 def open_parent(workspace: Path, real: Path, raw: str, *,
-                create: bool = False) -> Iterator[tuple[int, str]]:
+                create: bool = False, anchor: DirAnchor | None = None) -> Iterator[tuple[int, str]]:
     """Yield (descriptor of the parent folder, final name) for a resolved path, reached from the
-    workspace root without following any link. With `create`, missing folders are made."""
+    workspace root without following any link. With `create`, missing folders are made. With
+    `anchor`, the folder at its depth must be the very one the panel saw."""
     root = real_root(workspace)
     parts = _parts_below(root, real)
     if not parts:
         raise PathRefused(f"{raw!r} is the workspace folder itself, not a file.")
     fd = _open_dir_at(None, root, raw)
     try:
-        for part in parts[:-1]:
+        if anchor is not None and anchor.depth == 0:
+            _check_anchor(fd, anchor, raw)
+        for depth, part in enumerate(parts[:-1], 1):
             if create:
                 try:
                     os.mkdir(part, 0o755, dir_fd=fd)
@@ -151,6 +200,8 @@ def open_parent(workspace: Path, real: Path, raw: str, *,
             nxt = _open_dir_at(fd, part, raw)
             os.close(fd)
             fd = nxt
+            if anchor is not None and anchor.depth == depth:
+                _check_anchor(fd, anchor, raw)
         yield fd, parts[-1]
     finally:
         os.close(fd)
@@ -248,18 +299,23 @@ class FileState:
     exists: bool
     sha256: str | None = None
     size: int = 0
+    anchor: DirAnchor | None = field(default=None, compare=False)
+    """Where it was previewed; a write given this state goes there or nowhere. Not part of
+    equality: two states of the same content are equal wherever they were taken."""
 
 
 def file_state(workspace: Path, raw: str) -> FileState:
     """The current state of a (possibly missing) file, for a snapshot before the panel."""
     real = resolve_in_workspace(workspace, raw)
+    anchor = dir_anchor(workspace, real, raw)
     if not os.path.lexists(real.parent):
-        return FileState(False)  # the write will create the folders (and re-check on the way)
-    with open_parent(workspace, real, raw) as (dir_fd, name):
+        # the write will create the folders (and re-check on the way)
+        return FileState(False, anchor=anchor)
+    with open_parent(workspace, real, raw, anchor=anchor) as (dir_fd, name):
         try:
             st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
         except FileNotFoundError:
-            return FileState(False)
+            return FileState(False, anchor=anchor)
         except OSError as e:
             raise _refusal(e, raw) from None
         _check_regular(st, raw)
@@ -272,7 +328,7 @@ def file_state(workspace: Path, raw: str) -> FileState:
         digest, size = hash_fd(fd)
     finally:
         os.close(fd)
-    return FileState(True, digest, size)
+    return FileState(True, digest, size, anchor)
 
 
 class _Any:
@@ -303,7 +359,15 @@ def write_resolved(workspace: Path, real: Path, raw: str, data: bytes,
         raise PathRefused(f"{raw!r} is outside the workspace ({root}); refused.")
     refuse_protected(real, raw)
     must_be_new = isinstance(expected, FileState) and not expected.exists
-    with open_parent(workspace, real, raw, create=True) as (dir_fd, name):
+    anchor = expected.anchor if isinstance(expected, FileState) else None
+    if anchor is not None and str(real) != anchor.real:
+        shown = display_path(workspace, Path(anchor.real))
+        raise PathRefused(
+            f"{raw} now leads to {display_path(workspace, real)}, not to {shown} as the panel "
+            "showed (a folder on the way was replaced by a link or moved); nothing was written. "
+            "Look at the folder and propose the change anew."
+        )
+    with open_parent(workspace, real, raw, create=True, anchor=anchor) as (dir_fd, name):
         flags = os.O_RDWR | _NOFOLLOW | _NONBLOCK | _CLOEXEC | os.O_CREAT
         if must_be_new:
             flags |= os.O_EXCL

@@ -32,8 +32,6 @@ from dataclasses import dataclass
 from typing import Any
 
 MARKER_VAR = "AGENT_CLI_RUN_ID"
-SECRET_WORDS = ("KEY", "SECRET", "TOKEN", "PASSWORD", "PASSWD", "CREDENTIAL", "PRIVATE", "COOKIE")
-SECRET_PREFIXES = ("ANTHROPIC_", "OPENAI_", "AWS_", "AZURE_")
 QUIET_ENV = {
     "GIT_TERMINAL_PROMPT": "0",
     "GIT_ASKPASS": "true",
@@ -59,11 +57,13 @@ _PF_KTHREAD = 0x00200000
 
 
 def is_secret_var(name: str, value: str = "") -> bool:
-    """True if a variable must not reach a command: its name holds a secret word anywhere
-    (over-matching such as KEYBOARD_LAYOUT is the safe side), it belongs to an API vendor, or its
-    value has the shape of a credential (a key, a token, a URL with a password)."""
-    upper = name.upper()
-    if any(w in upper for w in SECRET_WORDS) or upper.startswith(SECRET_PREFIXES):
+    """True if a variable must not reach a command: its name says secret (the shared table in
+    agent_cli/secrets_table.py, plus broader words: over-matching such as KEYBOARD_LAYOUT is the
+    safe side), it belongs to an API vendor, or its value holds anything the log redactor would
+    redact (a key, a token, a URL with a password, NAME=secret text)."""
+    from agent_cli.secrets_table import is_secret_env_name
+
+    if is_secret_env_name(name):
         return True
     if not value:
         return False

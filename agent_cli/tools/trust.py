@@ -8,7 +8,10 @@ the old text was kept, the two hashes otherwise). `agent-cli tools --trust FILE`
 version. There is deliberately no interactive "trust it? [y/N]" in a session: that prompt would
 appear where keys typed ahead or a habit of pressing y could answer it.
 
-The bundled tools are not pinned: they ship with agent-cli and change with it. The pins file is
+Every file a plugin imports from its own folder (a `_helpers.py` beside it, a package below it) is
+pinned the same way, by an import hook (tools/pinned_imports.py): an edit to a helper holds the
+plugin out until that file is trusted again. The bundled tools are not pinned: they ship with
+agent-cli and change with it. The pins file is
 plain JSON, readable by the user; stdlib only, no import cost.
 """
 
@@ -105,8 +108,9 @@ class PluginPins:
     def pinned(self, path: Path) -> dict[str, Any] | None:
         return self._files.get(file_key(path))
 
-    def check(self, path: Path, data: bytes) -> PinCheck:
-        """Is this content of `path` the trusted one? An unknown file is pinned now (first use)."""
+    def check(self, path: Path, data: bytes, what: str = "plugin") -> PinCheck:
+        """Is this content of `path` the trusted one? An unknown file is pinned now (first use).
+        `what` names the file in the message (a plugin, or a file a plugin imports)."""
         digest = hashlib.sha256(data).hexdigest()
         pin = self.pinned(path)
         if pin is None:
@@ -116,7 +120,7 @@ class PluginPins:
             return PinCheck(True)
         summary = change_summary(str(path), pin.get("content"), _decode(data),
                                  str(pin.get("sha256")), digest)
-        message = (f"{path}: this plugin changed since you trusted it, so it was not loaded. "
+        message = (f"{path}: this {what} changed since you trusted it, so it was not loaded. "
                    f"If you made the change, run `agent-cli tools --trust {path}`.\n{summary}")
         return PinCheck(False, message=message)
 

@@ -33,6 +33,8 @@ REFUSED: dict[str, tuple[dict[str, Any], str, dict[str, Any]]] = {
     "env-read-too": (ENV, "read_file", {"path": "secrets.env"}),
     "git-push": (PUSH, "run_command", {"command": "git push --force origin main"}),
     "everything-even-reads": (EVERYTHING, "read_file", {"path": "notes.txt"}),
+    # Commands match on a normalised form too: whitespace runs are one space.
+    "rm-rf-double-space": (RM, "run_command", {"command": "rm  -rf ~"}),
 }
 
 
@@ -58,7 +60,6 @@ def test_rule_refuses_before_any_panel(harness: Harness, key: str) -> None:
 NOT_MATCHED: dict[str, tuple[dict[str, Any], str, dict[str, Any]]] = {
     "other-tool": (RM, "write_file", {"path": "rm -rf.txt", "content": "rm -rf ~"}),
     "other-args": (RM, "run_command", {"command": "ls -la"}),
-    "evasion-double-space": (RM, "run_command", {"command": "rm  -rf ~"}),
     "evasion-case": (ENV, "write_file", {"path": "prod.ENV", "content": "x"}),
     "missing-field": ({"tool": "write_file", "args": {"mode": "*"}}, "write_file",
                       {"path": "a.txt", "content": "x"}),

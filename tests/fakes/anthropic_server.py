@@ -60,6 +60,8 @@ class Fault:
     reset_after     close the connection abruptly after this many SSE events (0 = before any
                     response bytes at all; for a non-stream reply, any value > 0 sends the headers
                     and half the body first).
+    end_after       streaming only: send this many SSE events, then end the response cleanly (the
+                    chunked terminator, no error): a stream that stops before its last event.
     delay_s         sleep before answering (e.g. to trigger client timeouts).
     event_delay_s   sleep between SSE events (to watch text arrive incrementally).
     """
@@ -72,6 +74,7 @@ class Fault:
     headers: dict[str, str] = field(default_factory=dict)
     error_event_after: int | None = None
     reset_after: int | None = None
+    end_after: int | None = None
     delay_s: float = 0.0
     event_delay_s: float = 0.0
 
@@ -233,6 +236,8 @@ class FakeHandler(BaseHTTPRequestHandler):
         reset = fault.reset_after is not None and fault.reset_after < len(events)
         if reset:
             events = events[: fault.reset_after]
+        if fault.end_after is not None:
+            events = events[: fault.end_after]
         self.send_response(200)
         self.send_header("content-type", "text/event-stream; charset=utf-8")
         self.send_header("cache-control", "no-cache")

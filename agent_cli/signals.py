@@ -1,0 +1,112 @@
+"""SIGTERM and SIGHUP handled like Ctrl-C, then the process exits 128 + the signal number.
+
+Without this, `kill PID` or closing the terminal ended agent-cli at once: a running command was
+re-parented to init and kept running, and the log lost its tool results and `session_end`. Now
+the first such signal raises `Terminated` (a KeyboardInterrupt) in the main thread, so every path
+that already handles Ctrl-C handles it: the running command's process group and the processes
+that escaped it are ended (tools/procs.py), every pending call gets its tool_result, the turn ends
+as interrupted, and the session closes with `session_end`. The command then exits 143 (TERM) or
+129 (HUP). A second signal while that happens is noted, not raised, so the log is finished.
+
+After a hang-up the terminal is gone: standard input, output and error are pointed at /dev/null
+first, so nothing that still prints (a renderer, a prompt) fails on the dead terminal halfway
+through writing the log.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+from types import FrameType, TracebackType
+from typing import Any
+
+HANDLED = (signal.SIGTERM, signal.SIGHUP)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, taking the Ctrl-C path; `signum` says which."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+class TerminationSignals:
+    """While active (a `with` block), SIGTERM and SIGHUP end the session like Ctrl-C."""
+
+    def __init__(self) -> None:
+        self.received: int | None = None
+        self._old: dict[int, Any] = {}
+
+    @property
+    def exit_code(self) -> int | None:
+        """128 + the signal's number once one arrived (143 for TERM, 129 for HUP)."""
+        return None if self.received is None else 128 + self.received
+
+    @property
+    def reason(self) -> str:
+        """The `session_end` reason."""
+        if self.received is None:
+            return "exit"
+        return "signal " + signal.Signals(self.received).name
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        if self.received is not None:
+            return  # already ending: let the log be finished
+        self.received = signum
+        if signum == signal.SIGHUP:
+            _detach_from_terminal()
+        raise Terminated(signum)
+
+    def __enter__(self) -> TerminationSignals:
+        for sig in HANDLED:
+            with contextlib.suppress(ValueError, OSError):  # not the main thread: nothing to do
+                self._old[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        for sig, old in self._old.items():
+            with contextlib.suppress(ValueError, OSError, TypeError):
+                signal.signal(sig, old)
+        self._old.clear()
+
+
+def _detach_from_terminal() -> None:
+    """Point fds 0, 1 and 2 at /dev/null: the terminal hung up."""
+    try:
+        null = os.open(os.devnull, os.O_RDWR)
+    except OSError:
+        return
+    try:
+        for fd in (0, 1, 2):
+            with contextlib.suppress(OSError):
+                os.dup2(null, fd)
+    finally:
+        os.close(null)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+
+
+class EndingApprover:
+    """Wraps the session's approver: once a signal arrived, nothing more is asked or approved.
+
+    A signal that lands while a panel waits is taken by the panel as "no answer" (a denial); this
+    wrapper then raises `Terminated` again, so the loop ends the turn and answers every remaining
+    call of the reply without opening another panel.
+    """
+
+    def __init__(self, inner: Any, signals: TerminationSignals) -> None:
+        self.inner = inner
+        self.signals = signals
+
+    def decide(self, request: Any) -> Any:
+        if self.signals.received is not None:
+            raise Terminated(self.signals.received)
+        decision = self.inner.decide(request)
+        if self.signals.received is not None:
+            raise Terminated(self.signals.received)
+        return decision
