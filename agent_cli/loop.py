@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from agent_cli import events as ev
 from agent_cli.approval import ApprovalRequest, Approved, Gate
@@ -43,6 +43,23 @@ class Limits:
     """Characters of one tool result sent back to the model (head and tail kept)."""
     repeat_failures: int = 3
     max_read_bytes: int = 2_000_000
+
+
+class EffectRecorder(Protocol):
+    """Records what approved calls change, so they can be undone (agent_cli/undo). The loop only
+    calls it around an approved write call; it never raises and knows no terminal."""
+
+    def notes(self, call: ValidCall) -> dict[str, str]:
+        """Extra panel rows before the question (what undo will not cover)."""
+        ...
+
+    def before(self, call: ValidCall) -> object:
+        """Snapshot taken after the yes, right before the call runs."""
+        ...
+
+    def after(self, token: object, finished: bool) -> list[ev.Event]:
+        """Events (an `effects` record) once the call returned, timed out or was interrupted."""
+        ...
 
 
 @dataclass
@@ -100,6 +117,8 @@ class Loop:
         self._proposed: set[str] = set()
         self.prepare: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None
         """Shapes what is sent (e.g. a context budget) without touching the history or log."""
+        self.effects: EffectRecorder | None = None
+        """Snapshots around approved write calls for undo; None records nothing."""
 
     # -- a user turn -------------------------------------------------------------------------
 
@@ -255,6 +274,9 @@ class Loop:
             return self._result(call_id, str(name), e.reason, True, 0.0)
         ctx = self._context(call)
         preview = self._preview(call, ctx)
+        extra = dict(call.tool.extra_panel)
+        if self.effects is not None and call.tool.effect != "read":
+            extra.update(self.effects.notes(call))
         # The approver and the log each get their own copy of the shown arguments: nothing an
         # approver does to its dict can change what is logged, and neither changes what runs.
         request = ApprovalRequest(
@@ -266,7 +288,7 @@ class Loop:
             preview=preview,
             description=call.tool.description,
             source=call.tool.source,
-            extra=dict(call.tool.extra_panel),
+            extra=dict(extra),
         )
         decision = self.gate.decide(request)
         approved = isinstance(decision, Approved)
@@ -275,7 +297,7 @@ class Loop:
                               decision="approved" if approved else "denied", by=decision.by,
                               args_hash=call.args_hash, reason=reason,
                               args=call.shown_args(),
-                              preview=preview, panel_extra=dict(call.tool.extra_panel)))
+                              preview=preview, panel_extra=extra))
         if not approved:
             if decision.by == "user":
                 msg = "The user denied this call."
@@ -313,6 +335,19 @@ class Loop:
         if ran is not None and sha256_json(ran) != call.args_hash:
             msg = "refused: the arguments changed after they were shown"
             return self._result(call.id, call.tool.name, msg, True, 0.0)
+        token = self.effects.before(call) if self.effects is not None else None
+        finished = threading.Event()
+        try:
+            out, duration = self._run_tool(call, ctx, finished)
+        finally:
+            # Before the result, also when the call timed out or was interrupted.
+            if self.effects is not None:
+                for event in self.effects.after(token, finished.is_set()):
+                    self.emit(event)
+        return self._result(call.id, call.tool.name, out.content, out.is_error, duration)
+
+    def _run_tool(self, call: ValidCall, ctx: ToolContext,
+                  finished: threading.Event) -> tuple[ToolOutput, float]:
         self.emit(ev.ToolStarted(id=call.id, name=call.tool.name))
         start = time.monotonic()
         box: dict[str, Any] = {}
@@ -320,7 +355,6 @@ class Loop:
         # Completion is signalled by an Event, not Thread.join: on CPython 3.11 a join that was
         # interrupted by Ctrl-C makes the next join return at once, so the grace period for the
         # tool to stop would be skipped.
-        finished = threading.Event()
 
         def target() -> None:
             try:
@@ -368,7 +402,7 @@ class Loop:
                 if problem:
                     out = ToolOutput(f"{out.content}\nBut the effect could not be confirmed: "
                                      f"{problem}", True)
-        return self._result(call.id, call.tool.name, out.content, out.is_error, duration)
+        return out, duration
 
     def _result(self, call_id: str, name: str, content: str, is_error: bool,
                 duration: float) -> dict[str, Any]:
