@@ -239,8 +239,7 @@ class StatCache:
         return sha
 
     def put(self, st: os.stat_result, sha: str, scan_ns: int) -> None:
-        if st.st_mtime_ns >= scan_ns - int(RACY_S * 1e9) or \
-                st.st_ctime_ns >= scan_ns - int(RACY_S * 1e9):
+        if st.st_mtime_ns >= scan_ns - int(RACY_S * 1e9):
             return  # racily clean: a same-tick write could keep size and mtime
         key = (st.st_dev, st.st_ino)
         value = ((st.st_size, st.st_mtime_ns, st.st_ctime_ns), sha)
