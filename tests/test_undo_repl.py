@@ -17,7 +17,7 @@ ASK = rb"Run this\? \[y/N\]"
 UNDO_ASK = rb"Undo this\? \[y/N\]"
 
 
-def test_slash_undo_restores_and_can_be_undone(spawn: Any, workspace: Path) -> None:
+def test_slash_undo_restores_and_can_be_undone(spawn: Any, workspace: Path) -> None:  # noqa: F811
     (workspace / "notes.txt").write_text("old line\n")
     chat = spawn([tool_use("toolu_w1", "write_file", {"path": "notes.txt",
                                                      "content": "new line\n"}),

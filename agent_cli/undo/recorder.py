@@ -136,6 +136,8 @@ class WorkspaceRecorder:
                               f"could not be snapshotted after it ran ({e.strerror or e})",
                               kind="undo")]
         changes = diff(token.snapshot, now)
+        self.store.sync({s.sha256 for ch in changes for s in (ch.before, ch.after)
+                         if s is not None and s.sha256 is not None})
         skipped = sorted(set(token.snapshot.not_covered(self.limits.file_cap))
                          | set(now.not_covered(self.limits.file_cap)))
         return [ev.Effects(id=token.call_id, name=token.name, workspace=str(self.workspace),

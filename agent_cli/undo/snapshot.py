@@ -114,7 +114,8 @@ class Snapshotter:
             return None
         sha = self.cache.get(st)
         if sha is not None and self.store.has(sha):
-            return EntryState(kind="file", sha256=sha, mode=_perm(st), size=st.st_size)
+            return EntryState.model_construct(kind="file", sha256=sha, mode=_perm(st),
+                                              size=st.st_size)
         if self.store.added + st.st_size > self.limits.session_cap:
             snap.store_full.append(rel)
             snap.untracked.add(rel)
@@ -219,7 +220,8 @@ class Snapshotter:
                 snap.ignored.append(path + "/" if is_dir else path)
                 continue
             if is_dir:
-                snap.entries[path] = EntryState(kind="dir", mode=_perm(st))
+                snap.entries[path] = EntryState.model_construct(kind="dir", sha256=None,
+                                                                mode=_perm(st), size=0)
                 subdirs.append((name, path))
             elif stat.S_ISLNK(st.st_mode):
                 state = self._link_state(fd, name)

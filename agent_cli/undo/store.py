@@ -53,6 +53,8 @@ class Store:
         self.objects = self.root / "objects"
         self.added = 0
         self._ready = False
+        self._known: set[str] = set()
+        """Objects seen to exist by this instance (a cache hit need not stat them again)."""
 
     def _prepare(self) -> None:
         if not self._ready:
@@ -66,10 +68,14 @@ class Store:
         return self.objects / sha[:2] / sha[2:]
 
     def has(self, sha: str) -> bool:
-        try:
-            return self.path_of(sha).is_file()
-        except StoreError:
+        if sha in self._known:
+            return True
+        if not _is_sha(sha):
             return False
+        if os.path.isfile(f"{self.objects}/{sha[:2]}/{sha[2:]}"):
+            self._known.add(sha)
+            return True
+        return False
 
     # -- writing -----------------------------------------------------------------------------
 
@@ -124,13 +130,24 @@ class Store:
             tmp.unlink(missing_ok=True)
             return
         _private_dir(dest.parent)
-        fd = os.open(tmp, os.O_RDONLY | _CLOEXEC)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        # No fsync here (a first snapshot of 10,000 files would pay 10,000 of them): a torn
+        # object fails its hash check on read and is refused; `sync` makes the objects an
+        # effects record names durable before the record is written.
         os.replace(tmp, dest)
+        self._known.add(sha)
         self.added += size
+
+    def sync(self, shas: set[str]) -> None:
+        """fsync these objects (the ones an effects record is about to name)."""
+        for sha in shas:
+            try:
+                fd = os.open(self.path_of(sha), os.O_RDONLY | _CLOEXEC)
+            except (OSError, StoreError):
+                continue
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
 
     # -- reading -----------------------------------------------------------------------------
 
