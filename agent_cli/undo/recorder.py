@@ -107,9 +107,9 @@ class WorkspaceRecorder:
             skipped = snap.not_covered(self.limits.file_cap)
             if skipped:
                 lines.append("undo will not cover: " + ", ".join(skipped))
-        except OSError as e:
+        except Exception as e:  # never stops the call: it says undo won't cover it
             lines.append(f"undo will not cover this call: the workspace cannot be snapshotted "
-                         f"({e.strerror or e})")
+                         f"({_why(e)})")
         if scope == "tree" and self.sandbox == "off":
             lines.append(OUTSIDE_NOTE)
         return {"undo": "\n".join(lines)} if lines else {}
@@ -119,8 +119,8 @@ class WorkspaceRecorder:
         pending = Pending(call.id, call.tool.name, scope, rels)
         try:
             pending.snapshot = self._take(scope, rels)
-        except OSError as e:
-            pending.error = f"the workspace could not be snapshotted ({e.strerror or e})"
+        except Exception as e:  # never stops the call: it says undo won't cover it
+            pending.error = f"the workspace could not be snapshotted ({_why(e)})"
         return pending
 
     def after(self, token: Any, finished: bool) -> list[ev.Event]:
@@ -131,9 +131,9 @@ class WorkspaceRecorder:
                               kind="undo")]
         try:
             now = self._take(token.scope, token.rels, token.snapshot)
-        except OSError as e:
+        except Exception as e:  # never stops the call: it says undo won't cover it
             return [ev.Notice(message=f"undo cannot cover call {token.call_id}: the workspace "
-                              f"could not be snapshotted after it ran ({e.strerror or e})",
+                              f"could not be snapshotted after it ran ({_why(e)})",
                               kind="undo")]
         changes = diff(token.snapshot, now)
         self.store.sync({s.sha256 for ch in changes for s in (ch.before, ch.after)
@@ -143,3 +143,7 @@ class WorkspaceRecorder:
         return [ev.Effects(id=token.call_id, name=token.name, workspace=str(self.workspace),
                            scope="file" if token.scope == "file" else "tree", changes=changes,
                            not_covered=skipped, complete=finished)]
+
+
+def _why(e: BaseException) -> str:
+    return str(getattr(e, "strerror", None) or e or type(e).__name__)
