@@ -335,13 +335,14 @@ class Loop:
         if ran is not None and sha256_json(ran) != call.args_hash:
             msg = "refused: the arguments changed after they were shown"
             return self._result(call.id, call.tool.name, msg, True, 0.0)
-        token = self.effects.before(call) if self.effects is not None else None
+        token = self.effects.before(call) if self.effects is not None and \
+            call.tool.effect != "read" else None
         finished = threading.Event()
         try:
             out, duration = self._run_tool(call, ctx, finished)
         finally:
             # Before the result, also when the call timed out or was interrupted.
-            if self.effects is not None:
+            if self.effects is not None and token is not None:
                 for event in self.effects.after(token, finished.is_set()):
                     self.emit(event)
         return self._result(call.id, call.tool.name, out.content, out.is_error, duration)

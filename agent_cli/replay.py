@@ -212,9 +212,7 @@ class TextView:
                   | ev.TurnEnd() | ev.Notice()):
                 self.renderer(event)
             case ev.Effects() | ev.Undo():
-                from agent_cli.undo.changes import summary
-
-                c.print(safe(summary(event), "dim"))
+                pass  # the live terminal showed nothing for these (the export lists them)
             case _:
                 assert_never(event)
 
