@@ -9,7 +9,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
 from rich.console import Console
 
 from agent_cli.approval import ScriptedApprover
@@ -61,16 +60,13 @@ def test_hostile_names_and_content_are_tokens_in_the_panel(tmp_path: Path) -> No
     s.close()
 
 
-def test_no_answer_source_touches_nothing(tmp_path: Path,
-                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_answer_source_touches_nothing(tmp_path: Path) -> None:
+    """Under pytest stdin is not a terminal: the real answer source is None."""
     ws = tmp_path / "ws"
     ws.mkdir()
     s = session_for(ws, tmp_path, [("toolu_c", "run_command", sh("printf y > made.txt"))])
     s.send("go")
     console, _buf = pinned()
-    import agent_cli.ui.undo_view as view
-
-    monkeypatch.setattr(view, "terminal_ask", lambda: None)  # stdin is not a terminal here
     out = repl_undo(s, "", console=console)
     assert "No terminal to confirm on" in str(out)
     assert (ws / "made.txt").exists()
