@@ -148,8 +148,7 @@ def test_cli_jsonl_output_is_the_event_stream(fake: FakeAnthropic, workspace: Pa
     assert types.count("model_reply") == 2
     assert [e.seq for e in events] == list(range(1, len(events) + 1))
     by_id = [e.type for e in events if getattr(e, "id", None) == "toolu_1"]
-    # an approved write call's effects are recorded for undo, before its result
-    assert by_id == ["tool_proposed", "approval", "tool_started", "effects", "tool_result"]
+    assert by_id == ["tool_proposed", "approval", "tool_started", "tool_result"]
     by_id = [e.type for e in events if getattr(e, "id", None) == "toolu_2"]
     assert by_id == ["tool_proposed", "approval", "tool_result"]
     denied = next(e for e in events if isinstance(e, ev.Approval) and e.id == "toolu_2")

@@ -57,3 +57,27 @@ def test_slash_undo_restores_and_can_be_undone(spawn: Any, workspace: Path) -> N
     undos = [r for r in recs if r["type"] == "undo"]
     assert undos[0]["undid"] == ["toolu_w1"]
     assert undos[1]["undid"] == [undos[0]["id"]]
+
+
+def test_a_tall_undo_panel_opens_in_the_pager(spawn: Any, workspace: Path,  # noqa: F811
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PAGER", "cat")  # the pager the user configured; cat keeps it simple
+    (workspace / "long.txt").write_text("".join(f"old {i}\n" for i in range(120)))
+    chat = spawn([tool_use("toolu_w2", "write_file", {"path": "long.txt", "content": "short\n"}),
+                  text("WROTE-IT")], workspace)
+    chat.child.timeout = 60
+    chat.prompt()
+    chat.say("shorten it")
+    chat.expect(ASK)
+    chat.say("y")
+    chat.expect(b"WROTE-IT")
+    chat.prompt()
+    chat.say("/undo")
+    shown = chat.expect(UNDO_ASK)
+    assert b"+old 119" in shown
+    assert b"it was shown in the pager" in shown
+    chat.say("y")
+    chat.expect(b"Undone")
+    chat.prompt()
+    assert chat.quit() == 0
+    assert (workspace / "long.txt").read_text().startswith("old 0\n")

@@ -135,6 +135,20 @@ def undo_panel(plan: Plan, store: Store) -> Panel:
                  expand=True)
 
 
+def show(console: Console, panel: Panel) -> None:
+    """Print the panel; one taller than the terminal opens in the pager first, so the whole of
+    it has been on screen before the question is asked."""
+    if console.is_terminal:
+        height = len(console.render_lines(panel, console.options, pad=False))
+        if height > console.height - 2:
+            with console.pager(styles=True):
+                console.print(panel)
+            console.print(Text(f"(the undo panel above has {height} lines; it was shown in the "
+                               "pager)", style="dim"))
+            return
+    console.print(panel)
+
+
 def question(plan: Plan) -> str:
     if plan.conflicts:
         n = len(plan.steps)
@@ -154,7 +168,7 @@ class Outcome:
 def confirm_and_apply(plan: Plan, store: Store, console: Console, ask: Ask | None,
                       record: Callable[[ev.Undo], None]) -> Outcome:
     """Show the panel, ask, restore on yes and hand the `undo` event to `record` (the log)."""
-    console.print(undo_panel(plan, store))
+    show(console, undo_panel(plan, store))
     if not plan.steps:
         return Outcome(False, message="Nothing to undo: every change of it was changed since "
                        "(named above); nothing was touched.")
