@@ -61,8 +61,9 @@ def _diff(step: Step, store: Store) -> Text:
         return Text()
     if cur is not None and tgt is not None and cur.sha256 == tgt.sha256:
         return Text()
-    old = _text_of(store, cur.sha256 if cur else None)
-    new = _text_of(store, tgt.sha256 if tgt else None)
+    too_big = max(cur.size if cur else 0, tgt.size if tgt else 0) > DIFF_MAX_BYTES
+    old = None if too_big else _text_of(store, cur.sha256 if cur else None)
+    new = None if too_big else _text_of(store, tgt.sha256 if tgt else None)
     if old is None or new is None:
         size_a = f"{cur.size:,}" if cur else "0"
         size_b = f"{tgt.size:,}" if tgt else "0"

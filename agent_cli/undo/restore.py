@@ -11,6 +11,7 @@ store against its sha256.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import secrets
 from dataclasses import dataclass, field
@@ -280,7 +281,7 @@ def apply(plan: Plan, store: Store) -> Applied:
             out.failed.append(f"{step.path}: left alone, {e}")
         except OSError as e:
             failed.add(step.path)
-            if action == "remove" and e.errno in (39, 66):  # ENOTEMPTY on Linux / macOS
+            if action == "remove" and e.errno in (errno.ENOTEMPTY, errno.EEXIST):
                 out.failed.append(f"{step.path}/: left in place, it holds files undo does not "
                                   "track (ignored or created since)")
             else:
