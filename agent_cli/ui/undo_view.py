@@ -120,8 +120,9 @@ def undo_panel(plan: Plan, store: Store) -> Panel:
     for step in plan.steps:
         either = step.target or step.current
         shown = step.path + ("/" if either is not None and either.kind == "dir" else "")
-        parts.append(Text("  ") + safe(_action(step), "bold") + Text(" ") + safe(shown))
+        parts.append(Text("  ") + safe(shown, "bold") + Text(": ") + safe(_action(step)))
         diff = _diff(step, store)
+        diff.rstrip()
         if diff.plain:
             parts.append(diff)
     if plan.conflicts:

@@ -144,6 +144,15 @@ def make_plan(sets_newest_first: list[ChangeSet], workspace: Path, store: Store,
     for path in order:
         if path in contributors and not same(initial[path], now[path]):
             plan.steps.append(Step(path, initial[path], now[path], contributors[path]))
+    # A folder to remove that keeps a file left alone stays too (said now, not at rmdir time).
+    for step in list(plan.steps):
+        cur = step.current
+        if step.target is None and cur is not None and cur.kind == "dir":
+            held = sorted(p for p in blocked if p.startswith(step.path + "/"))
+            if held:
+                plan.steps.remove(step)
+                plan.conflicts.append(Conflict(step.path, step.sets[0], "folder left in place: "
+                                               f"it holds {held[0]}, which is left alone"))
     return plan
 
 
