@@ -85,6 +85,8 @@ def main() -> None:
         recorder = WorkspaceRecorder(root, store=store)
         registry, _ = load_registry(Settings())
         call = registry.validate("toolu_b", "run_command", {"command": "true"})
+        recorder.notes(call)
+        _c, first_size = store.size()
         per_call: list[float] = []
         for i in range(opts.commands):
             recorder.notes(call)
@@ -95,8 +97,10 @@ def main() -> None:
             recorder.after(token, True)
             per_call.append(time.perf_counter() - t)
         _count, size = store.size()
-        print(f"store after {opts.commands} approved commands on 10,000 files: "
-              f"{size / 1e6:.2f} MB (the tree itself: {tree_bytes / 1e6:.2f} MB)")
+        print(f"store after {opts.commands} approved commands on 10,000 files (each changing "
+              f"one file and adding one): {size / 1e6:.2f} MB; the first snapshot took "
+              f"{first_size / 1e6:.2f} MB (the tree itself: {tree_bytes / 1e6:.2f} MB), so the "
+              f"{opts.commands} commands added {(size - first_size) / 1e3:.1f} kB")
 
         # per-call overhead when nothing changed: panel note + before + after
         idle: list[float] = []
