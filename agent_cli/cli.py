@@ -409,11 +409,17 @@ def _args_summary(schema: dict[str, Any]) -> str:
     return ", ".join(parts) or "(none)"
 
 
-from agent_cli.commands import log_cmd, mcp_cmd, replay_cmd  # noqa: E402 (after the core commands)
+from agent_cli.commands import (  # noqa: E402 (after the core commands)
+    log_cmd,
+    mcp_cmd,
+    replay_cmd,
+    undo_cmd,
+)
 
 log_cmd.register(app)
 replay_cmd.register(app)
 mcp_cmd.register(app)
+undo_cmd.register(app)
 
 from agent_cli.commands import eval_cmd  # noqa: E402
 

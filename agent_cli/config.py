@@ -118,6 +118,12 @@ class Settings(BaseModel):
     """USD per million tokens by model: {"input": 3.0, "output": 15.0}."""
     mcp: dict[str, dict[str, MCPServer]] = {}
     """[mcp.servers.NAME] tables."""
+    undo: bool = True
+    """Snapshot what approved calls may change, so `agent-cli undo` can put it back."""
+    undo_file_cap_mb: int = Field(50, ge=1)
+    """Files larger than this (MB) are not snapshotted; the panel says so."""
+    undo_store_cap_mb: int = Field(1024, ge=1)
+    """What one session may add to the undo store (MB); past it, new content is not kept."""
     sandbox: Literal["workspace", "off"] = "workspace"
     """Confine every approved command and MCP server with the kernel (Landlock): writes only
     inside the workspace (a server: its cwd) and a private temporary folder, no network unless

@@ -147,6 +147,61 @@ class Notice(EventBase):
     kind: str = "info"
 
 
+class EntryState(BaseModel):
+    """One path as a snapshot saw it. Content (a file's bytes, a link's target) is in the undo
+    store under its sha256, so a record never carries file content."""
+
+    kind: Literal["file", "link", "dir"]
+    sha256: str | None = None
+    """Of the file's bytes or the link's target; None for a folder."""
+    mode: int = 0
+    """Permission bits (st_mode & 0o7777); 0 for a link."""
+    size: int = 0
+
+
+class PathChange(BaseModel):
+    """What one call (or one undo) did to one path, relative to the workspace (POSIX form)."""
+
+    path: str
+    change: Literal["created", "modified", "deleted", "mode"]
+    before: EntryState | None = None
+    """None: the path did not exist before."""
+    after: EntryState | None = None
+    """None: the path did not exist after."""
+
+
+class Effects(EventBase):
+    """What an approved call changed in the workspace, recorded right after it ran; `agent-cli
+    undo` restores the `before` states from it (design.md section 7)."""
+
+    type: Literal["effects"] = "effects"
+    id: str
+    """The tool call id."""
+    name: str
+    workspace: str
+    scope: Literal["file", "tree"] = "tree"
+    """`file`: only the target of write_file/edit_file was recorded; `tree`: the workspace."""
+    changes: list[PathChange] = []
+    not_covered: list[str] = []
+    """What the snapshot skipped (ignored paths, files over the size cap), as shown in the panel."""
+    complete: bool = True
+    """False when the call was still running (timeout, interrupt) when its effects were taken."""
+
+
+class Undo(EventBase):
+    """An undo that was applied: its own change set, so it can be undone the same way."""
+
+    type: Literal["undo"] = "undo"
+    id: str
+    """This undo's own id (`undo_...`), what `undo --to` and the list name."""
+    undid: list[str]
+    """The change sets (call ids or undo ids) it reversed, newest first."""
+    workspace: str
+    changes: list[PathChange] = []
+    left_alone: list[str] = []
+    """Paths not restored, each with why (changed since, by someone else)."""
+
+
 Event = Annotated[
     SessionStart
     | UserMessage
@@ -160,7 +215,9 @@ Event = Annotated[
     | Interrupt
     | TurnEnd
     | SessionEnd
-    | Notice,
+    | Notice
+    | Effects
+    | Undo,
     Field(discriminator="type"),
 ]
 

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from agent_cli import events as ev
 from agent_cli.approval import ApprovalRequest, Approved, Denied, Gate, path_arg_names
@@ -47,6 +47,23 @@ class Limits:
     max_panels_after_denial: int = 5
     """Once the user has denied a call in a reply, at most this many panels open for that reply;
     the rest are answered without asking (approval fatigue is how a wall of calls gets a yes)."""
+
+
+class EffectRecorder(Protocol):
+    """Records what approved calls change, so they can be undone (agent_cli/undo). The loop only
+    calls it around an approved write call; it never raises and knows no terminal."""
+
+    def notes(self, call: ValidCall) -> dict[str, str]:
+        """Extra panel rows before the question (what undo will not cover)."""
+        ...
+
+    def before(self, call: ValidCall) -> object:
+        """Snapshot taken after the yes, right before the call runs."""
+        ...
+
+    def after(self, token: object, finished: bool) -> list[ev.Event]:
+        """Events (an `effects` record) once the call returned, timed out or was interrupted."""
+        ...
 
 
 @dataclass
@@ -123,6 +140,8 @@ class Loop:
         """Shapes what is sent (e.g. a context budget) without touching the history or log."""
         self.sandbox: Any = None
         """The session's agent_cli.sandbox.Sandbox: handed to tools, recorded per call."""
+        self.effects: EffectRecorder | None = None
+        """Snapshots around approved write calls for undo; None records nothing."""
 
     # -- a user turn -------------------------------------------------------------------------
 
@@ -293,6 +312,9 @@ class Loop:
             return self._result(call_id, str(name), e.reason, True, 0.0)
         ctx = self._context(call)
         preview = self._preview(call, ctx)
+        extra = dict(call.tool.extra_panel)
+        if self.effects is not None and call.tool.effect != "read":
+            extra.update(self.effects.notes(call))
         # The approver and the log each get their own copy of the shown arguments: nothing an
         # approver does to its dict can change what is logged, and neither changes what runs.
         order = _declared_order(call.tool.schema())
@@ -305,7 +327,7 @@ class Loop:
             preview=preview,
             description=call.tool.description,
             source=call.tool.source,
-            extra=dict(call.tool.extra_panel),
+            extra=dict(extra),
             arg_order=order,
             path_args=path_arg_names(call.tool.schema()),
             workspace=str(self.workspace),
@@ -328,7 +350,7 @@ class Loop:
                               decision="approved" if approved else "denied", by=decision.by,
                               args_hash=call.args_hash, reason=reason,
                               args=_in_order(call.shown_args(), order),
-                              preview=preview, panel_extra=dict(call.tool.extra_panel)))
+                              preview=preview, panel_extra=extra))
         if not approved:
             if decision.by == "user":
                 msg = "The user denied this call."
@@ -367,6 +389,21 @@ class Loop:
         if ran is not None and self.registry.args_hash(ran) != call.args_hash:
             msg = "refused: the arguments changed after they were shown"
             return self._result(call.id, call.tool.name, msg, True, 0.0)
+        token = self.effects.before(call) if self.effects is not None and \
+            call.tool.effect != "read" else None
+        finished = threading.Event()
+        try:
+            out, duration = self._run_tool(call, ctx, finished)
+        finally:
+            # Before the result, also when the call timed out or was interrupted.
+            if self.effects is not None and token is not None:
+                for event in self.effects.after(token, finished.is_set()):
+                    self.emit(event)
+        return self._result(call.id, call.tool.name, out.content, out.is_error, duration,
+                            out.images)
+
+    def _run_tool(self, call: ValidCall, ctx: ToolContext,
+                  finished: threading.Event) -> tuple[ToolOutput, float]:
         self.emit(ev.ToolStarted(id=call.id, name=call.tool.name,
                                  sandbox=None if self.sandbox is None
                                  else self.sandbox.record_for(call.args)))
@@ -376,7 +413,6 @@ class Loop:
         # Completion is signalled by an Event, not Thread.join: on CPython 3.11 a join that was
         # interrupted by Ctrl-C makes the next join return at once, so the grace period for the
         # tool to stop would be skipped.
-        finished = threading.Event()
 
         def target() -> None:
             try:
@@ -424,8 +460,7 @@ class Loop:
                 if problem:
                     out = ToolOutput(f"{out.content}\nBut the effect could not be confirmed: "
                                      f"{problem}", True)
-        return self._result(call.id, call.tool.name, out.content, out.is_error, duration,
-                            out.images)
+        return out, duration
 
     def _result(self, call_id: str, name: str, content: str, is_error: bool,
                 duration: float, images: list[dict[str, str]] | None = None) -> dict[str, Any]:

@@ -210,6 +210,8 @@ class TextView:
             case (ev.ToolInvalid() | ev.ToolStarted() | ev.ErrorEvent() | ev.Interrupt()
                   | ev.TurnEnd() | ev.Notice()):
                 self.renderer(event)
+            case ev.Effects() | ev.Undo():
+                pass  # the live terminal showed nothing for these (the export lists them)
             case _:
                 assert_never(event)
 
@@ -320,5 +322,9 @@ class MarkdownView:
                 w(f"*Notice ({_md_inline(event.kind)}): {_md_inline(event.message)}*\n\n")
             case ev.SessionEnd():
                 w(f"*Session ended: {_md_inline(event.reason)}.*\n\n")
+            case ev.Effects() | ev.Undo():
+                from agent_cli.undo.changes import summary
+
+                w(f"*{_md_inline(summary(event))}*\n\n")
             case _:
                 assert_never(event)

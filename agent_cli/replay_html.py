@@ -315,6 +315,14 @@ class HtmlView:
             case ev.Notice():
                 w(f'<div class="event dim">notice ({text(event.kind)}): '
                   f"{text(event.message)}</div>")
+            case ev.Effects() | ev.Undo():
+                what = ("effects of " + event.id if isinstance(event, ev.Effects)
+                        else "undo " + event.id + " of " + ", ".join(event.undid))
+                changes = "".join(f"<li>{text(c.change)} {text(c.path)}</li>"
+                                  for c in event.changes)
+                summary = f"{what}: {len(event.changes):,} change(s)"
+                w(f'<div class="event dim"><details><summary>{text(summary)}</summary>'
+                  f"<ul>{changes}</ul></details></div>")
             case ev.SessionEnd():
                 self._close_turn()
                 w(f'<div class="event dim">session ended: {text(event.reason)} '

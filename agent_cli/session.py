@@ -28,6 +28,7 @@ from agent_cli.usage import UsageMeter
 
 if TYPE_CHECKING:
     from agent_cli.tools.mcp_bridge import MCPHub
+    from agent_cli.undo.recorder import WorkspaceRecorder
 
 Sink = Callable[[ev.AnyEvent], None]
 
@@ -148,6 +149,14 @@ class Session:
         install(self.sandbox)
         self.budget = ContextBudget(settings.context_budget_chars, self.emit)
         self.loop.prepare = self.budget
+        self.effects: WorkspaceRecorder | None = None
+        """Records approved calls' effects for undo (config `undo`); also a sink for /undo."""
+        if settings.undo:
+            from agent_cli.undo.recorder import WorkspaceRecorder
+
+            self.effects = WorkspaceRecorder.for_session(self.workspace, settings)
+            self.loop.effects = self.effects
+            self.sinks.append(self.effects)
         self.continues = continues
         self.load_report = load_report or LoadReport()
         self._closed = False

@@ -100,7 +100,8 @@ def test_each_record_is_one_ascii_line_chained_by_sha256(workspace: Path, tmp_pa
         prev = r["hash"]
     types = [r["type"] for r in recs]
     assert types == ["session_start", "user_message", "model_reply", "tool_proposed", "approval",
-                     "tool_started", "tool_result", "model_reply", "turn_end", "session_end"]
+                     "tool_started", "effects", "tool_result", "model_reply", "turn_end",
+                     "session_end"]
     [approval] = [r for r in recs if r["type"] == "approval"]
     assert approval["by"] == "user" and approval["decision"] == "approved"
     assert approval["args"] == {"text": "hi"} and len(approval["args_hash"]) == 64

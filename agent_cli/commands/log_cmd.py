@@ -1,7 +1,7 @@
 """`agent-cli log verify` and `agent-cli log list`: integrity and an index of saved sessions."""
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -99,6 +99,32 @@ def register(app: typer.Typer) -> None:
                           safe(one_line(s.first_prompt, 60)), f"{s.calls:d}", f"{s.approved:d}",
                           f"{s.denied:d}", safe(s.path.name))
         console.print(table)
+        from agent_cli.undo.prune import size_line
+
+        console.print(safe(size_line(), "dim"))
+
+    @log_app.command("prune")
+    @guarded
+    def prune_cmd(
+        older_than: Annotated[str, typer.Option(
+            "--older-than", metavar="AGE", help="Remove logs not written for this long: 30d, "
+            "12h, 90m.")],
+        config: Annotated[Optional[Path], typer.Option(  # noqa: UP045 (typer needs Optional)
+            "--config", metavar="FILE", help="Settings file (TOML).")] = None,
+    ) -> None:
+        """Remove old session logs and the undo snapshots only they reference (what they
+        recorded can no longer be undone)."""
+        from rich.console import Console
+
+        from agent_cli.config import load_settings
+        from agent_cli.ui.safe_rich import safe
+        from agent_cli.undo.prune import parse_age, prune, size_line
+
+        seconds = parse_age(older_than)
+        done = prune(load_settings(config, {}), seconds)
+        console = Console(highlight=False)
+        console.print(safe(f"Removed {done.logs:,} logs and {done.objects:,} snapshot objects "
+                           f"({done.bytes / (1024 * 1024):,.1f} MB). {size_line()}."))
 
     app.add_typer(log_app, name="log")
 

@@ -145,6 +145,14 @@ def cmd_mcp(session: Session, arg: str) -> RenderableType:
     return repl_command(session, arg)
 
 
+def cmd_undo(session: Session, arg: str) -> RenderableType | None:
+    """Undo the last approved call of this session that changed files (`/undo ID`: that call
+    and every one after it); shows the diff and asks first."""
+    from agent_cli.ui.undo_view import repl_undo
+
+    return repl_undo(session, arg)
+
+
 def cmd_exit(session: Session, arg: str) -> object:
     """Leave (same as Ctrl-D)."""
     return EXIT
@@ -159,6 +167,7 @@ COMMANDS: dict[str, Command] = {
     "/model": cmd_model,
     "/compact": cmd_compact,
     "/mcp": cmd_mcp,
+    "/undo": cmd_undo,
     "/exit": cmd_exit,
     "/quit": cmd_exit,
 }

@@ -1,0 +1,121 @@
+"""`agent-cli undo [LOG | --last]`, `undo --list [LOG]`, `undo --to ID`: put back what approved
+calls changed (design.md section 7).
+
+There is no `--yes`: an undo writes files, so it asks like a write call. With no terminal it
+refuses, unless the answers are given explicitly with `--answers FILE` (one answer a line, as
+typed at the prompt; a missing line is a no).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Optional
+
+import typer
+
+if TYPE_CHECKING:
+    from agent_cli.ui.undo_view import Ask
+
+EXIT_OK = 0
+EXIT_NOT_UNDONE = 1
+
+
+def register(app: typer.Typer) -> None:
+    from agent_cli.cli import guarded
+
+    @app.command("undo")
+    @guarded
+    def undo_cmd(
+        log: Annotated[Optional[str], typer.Argument(  # noqa: UP045 (typer needs Optional)
+            metavar="[LOG]", help="The session log (a path or a name from `log list`); "
+            "default: the newest session of this workspace with something to undo.")] = None,
+        last: Annotated[bool, typer.Option(
+            "--last", help="The newest session of this workspace (the default).")] = False,
+        list_: Annotated[bool, typer.Option(
+            "--list", help="Show what can be undone, one approved call a line, newest "
+            "first.")] = False,
+        to: Annotated[Optional[str], typer.Option(  # noqa: UP045
+            "--to", metavar="ID", help="Undo this call and every one after it, newest "
+            "first.")] = None,
+        answers: Annotated[Optional[Path], typer.Option(  # noqa: UP045
+            "--answers", metavar="FILE", help="Answers to the prompts, one a line, as typed "
+            "(for runs without a terminal).")] = None,
+        workspace: Annotated[Optional[Path], typer.Option(  # noqa: UP045
+            "--workspace", "-w", metavar="DIR",
+            help="Whose sessions --last looks at (default: the current folder).")] = None,
+        config: Annotated[Optional[Path], typer.Option(  # noqa: UP045
+            "--config", metavar="FILE", help="Settings file (TOML).")] = None,
+    ) -> None:
+        """Restore what approved calls changed: shows the diff it would apply and asks [y/N].
+        A file changed since is named and left alone. Exit 0: undone; 1: nothing undone."""
+        from rich.console import Console
+
+        from agent_cli.config import home, load_settings
+        from agent_cli.errors import UsageError
+        from agent_cli.ui.safe_rich import safe
+        from agent_cli.ui.undo_view import confirm_and_apply, list_view, print_outcome
+        from agent_cli.undo import logs
+        from agent_cli.undo.restore import make_plan
+        from agent_cli.undo.store import Store
+
+        if log is not None and last:
+            raise UsageError("Give a LOG or --last, not both.")
+        if list_ and to is not None:
+            raise UsageError("--list shows what can be undone; use --to ID without it.")
+        settings = load_settings(config, {})
+        console = Console(highlight=False)
+        if log is not None:
+            path = logs.resolve_log(log, settings)
+        else:
+            ws = (workspace or Path.cwd()).expanduser().resolve()
+            path = logs.latest_with_undo(settings, ws)
+        sets = logs.trusted_sets(path)
+        if list_:
+            if not sets:
+                console.print(safe(f"Nothing to undo in {path}.", "dim"))
+                return
+            console.print(safe(f"{path}:", "dim"))
+            console.print(list_view(list(reversed(sets))), end="")
+            return
+        chosen = logs.select(sets, to)
+        spaces = {cs.workspace for cs in chosen}
+        if len(spaces) != 1:
+            raise UsageError("Those calls ran in different workspaces; undo them one at a time.")
+        target = Path(spaces.pop())
+        if not target.is_dir():
+            raise logs.UndoRefused(f"The workspace {target} of those calls is gone; nothing to "
+                                   "restore into.")
+        store = Store()
+        plan = make_plan(chosen, target, store, home())
+        ask = _answer_source(answers)
+        outcome = confirm_and_apply(plan, store, console, ask,
+                                    lambda event: logs.append_undo(path, event))
+        print_outcome(console, outcome)
+        raise typer.Exit(EXIT_OK if outcome.undone else EXIT_NOT_UNDONE)
+
+
+def _answer_source(answers: Path | None) -> Ask | None:
+    """The terminal (a fresh prompt, typeahead discarded), the --answers file, or None (no
+    terminal: refuse, like a write call)."""
+    from agent_cli.errors import UsageError
+
+    if answers is not None:
+        try:
+            lines = answers.read_text(encoding="utf-8").splitlines()
+        except OSError as e:
+            raise UsageError(f"--answers {answers}: cannot read it ({e.strerror}).") from None
+
+        def from_file(prompt: str) -> str:
+            sys.stdout.write(prompt)
+            if not lines:
+                sys.stdout.write("(no answer left in the file)\n")
+                raise EOFError
+            answer = lines.pop(0)
+            sys.stdout.write(answer + "\n")
+            return answer
+
+        return from_file
+    from agent_cli.ui.undo_view import terminal_ask
+
+    return terminal_ask()

@@ -1,0 +1,268 @@
+"""The undo panel: what an undo would do, path by path, with the diff it would apply; then
+`[y/N]`, the restore, and what was left alone.
+
+Every string from a record or a file (paths, ids, tool names, file content in diffs) goes through
+safe_text via `safe`; rich.text.Text is only ever built over sanitised strings.
+"""
+
+from __future__ import annotations
+
+import difflib
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rich.console import Console, Group, RenderableType
+from rich.panel import Panel
+from rich.text import Text
+
+from agent_cli import events as ev
+from agent_cli.approval import parse_answer
+from agent_cli.ui.safe_rich import safe
+from agent_cli.undo.changes import ChangeSet
+from agent_cli.undo.restore import Applied, Plan, Step, apply, undo_event
+from agent_cli.undo.store import Store, StoreError
+
+if TYPE_CHECKING:
+    from agent_cli.session import Session
+
+Ask = Callable[[str], str]
+"""Shows a prompt and returns the answer typed; EOFError / KeyboardInterrupt mean no answer."""
+
+DIFF_MAX_BYTES = 1_000_000
+
+
+def _when(ts: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
+
+
+def _text_of(store: Store, sha: str | None) -> str | None:
+    """The content as text, or None when binary, too large or unavailable."""
+    if sha is None:
+        return ""
+    try:
+        data = store.read(sha)
+    except StoreError:
+        return None
+    if len(data) > DIFF_MAX_BYTES or b"\x00" in data:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _diff(step: Step, store: Store) -> Text:
+    cur, tgt = step.current, step.target
+    if (cur is not None and cur.kind != "file") or (tgt is not None and tgt.kind != "file"):
+        return Text()
+    if cur is not None and tgt is not None and cur.sha256 == tgt.sha256:
+        return Text()
+    too_big = max(cur.size if cur else 0, tgt.size if tgt else 0) > DIFF_MAX_BYTES
+    old = None if too_big else _text_of(store, cur.sha256 if cur else None)
+    new = None if too_big else _text_of(store, tgt.sha256 if tgt else None)
+    if old is None or new is None:
+        size_a = f"{cur.size:,}" if cur else "0"
+        size_b = f"{tgt.size:,}" if tgt else "0"
+        return Text(f"    (binary or large content: {size_a} -> {size_b} bytes)\n", style="dim")
+    out = Text()
+    lines = difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
+                                 fromfile=f"now/{step.path}" if cur else "/dev/null",
+                                 tofile=f"after-undo/{step.path}" if tgt else "/dev/null")
+    for line in lines:
+        if not line.endswith("\n"):
+            line += "\n\\ No newline at end of file\n"
+        style = ""
+        if line.startswith("+") and not line.startswith("+++"):
+            style = "green"
+        elif line.startswith("-") and not line.startswith("---"):
+            style = "red"
+        elif line.startswith("@@"):
+            style = "cyan"
+        out.append_text(safe("    " + line, style))
+    return out
+
+
+def _action(step: Step) -> str:
+    cur, tgt = step.current, step.target
+    if tgt is None:
+        return f"delete {'folder' if cur and cur.kind == 'dir' else 'file'}"
+    if cur is None:
+        return f"recreate {'folder' if tgt.kind == 'dir' else tgt.kind}"
+    if cur.kind != tgt.kind:
+        return f"replace {cur.kind} by {tgt.kind}"
+    if cur.sha256 == tgt.sha256:
+        return f"chmod {cur.mode:o} -> {tgt.mode:o}"
+    if tgt.kind == "link":
+        return "restore link"
+    mode = f", mode {cur.mode:o} -> {tgt.mode:o}" if cur.mode != tgt.mode else ""
+    return f"restore earlier content{mode}"
+
+
+def _set_line(cs: ChangeSet) -> Text:
+    what = f"undo {cs.id} (of {', '.join(cs.undid)})" if cs.is_undo else f"{cs.id} {cs.name}"
+    line = safe(what, "bold") + Text(f"  {_when(cs.ts)}  ", style="dim") + safe(cs.counts())
+    if not cs.complete:
+        line += Text("  (recorded while the call was still running)", style="yellow")
+    return line
+
+
+def undo_panel(plan: Plan, store: Store) -> Panel:
+    parts: list[RenderableType] = [Text("Undo, newest first:", style="bold cyan")]
+    for cs in plan.sets:
+        parts.append(Text("  ") + _set_line(cs))
+    parts.append(Text.assemble(("workspace ", "bold cyan"), safe(str(plan.workspace))))
+    if plan.steps:
+        parts.append(Text("What changes:", style="bold cyan"))
+    for step in plan.steps:
+        either = step.target or step.current
+        shown = step.path + ("/" if either is not None and either.kind == "dir" else "")
+        parts.append(Text("  ") + safe(shown, "bold") + Text(": ") + safe(_action(step)))
+        diff = _diff(step, store)
+        diff.rstrip()
+        if diff.plain:
+            parts.append(diff)
+    if plan.conflicts:
+        parts.append(Text("Left alone (changed since, or cannot be restored):",
+                          style="bold red"))
+        for c in plan.conflicts:
+            parts.append(Text("  ✗ ", style="red") + safe(c.path, "bold") + Text(": ")
+                         + safe(c.reason))
+    title = Text("Undo ", style="bold") + safe(
+        plan.sets[0].id if len(plan.sets) == 1 else f"{len(plan.sets)} change sets", "bold")
+    return Panel(Group(*parts), title=title, title_align="left", border_style="yellow",
+                 expand=True)
+
+
+def show(console: Console, panel: Panel) -> None:
+    """Print the panel; one taller than the terminal opens in the pager first, so the whole of
+    it has been on screen before the question is asked."""
+    if console.is_terminal:
+        height = len(console.render_lines(panel, console.options, pad=False))
+        if height > console.height - 2:
+            with console.pager(styles=True):
+                console.print(panel)
+            console.print(Text(f"(the undo panel above has {height} lines; it was shown in the "
+                               "pager)", style="dim"))
+            return
+    console.print(panel)
+
+
+def question(plan: Plan) -> str:
+    if plan.conflicts:
+        n = len(plan.steps)
+        return (f"Undo the other {n} change{'s' if n != 1 else ''}, leaving the files named "
+                "above alone? [y/N] ")
+    return "Undo this? [y/N] "
+
+
+@dataclass
+class Outcome:
+    undone: bool
+    event: ev.Undo | None = None
+    applied: Applied | None = None
+    message: str = ""
+
+
+def confirm_and_apply(plan: Plan, store: Store, console: Console, ask: Ask | None,
+                      record: Callable[[ev.Undo], None]) -> Outcome:
+    """Show the panel, ask, restore on yes and hand the `undo` event to `record` (the log)."""
+    show(console, undo_panel(plan, store))
+    if not plan.steps:
+        return Outcome(False, message="Nothing to undo: every change of it was changed since "
+                       "(named above); nothing was touched.")
+    if ask is None:
+        return Outcome(False, message="No terminal to confirm on: nothing was undone. Run it in "
+                       "a terminal, or give the answer explicitly with --answers FILE.")
+    try:
+        answer = ask(question(plan))
+    except (EOFError, KeyboardInterrupt):
+        answer = ""
+    ok, _reason = parse_answer(answer)
+    if not ok:
+        return Outcome(False, message="Not undone; nothing was touched.")
+    applied = apply(plan, store)
+    event = undo_event(plan, applied)
+    if applied.changes:
+        record(event)
+    return Outcome(bool(applied.changes), event, applied, _done_message(event, applied))
+
+
+def _done_message(event: ev.Undo, applied: Applied) -> str:
+    n = len(applied.changes)
+    msg = f"Undone: {n} path{'s' if n != 1 else ''} restored (logged as {event.id}; " \
+          f"`agent-cli undo --to {event.id}` puts them back)." if n else "Nothing was restored."
+    if event.left_alone:
+        msg += " Left alone: " + "; ".join(event.left_alone)
+    return msg
+
+
+def print_outcome(console: Console, outcome: Outcome) -> None:
+    style = "green" if outcome.undone and not (outcome.event and outcome.event.left_alone) \
+        else "yellow"
+    console.print(safe(outcome.message, style))
+
+
+def list_view(sets_newest_first: list[ChangeSet]) -> Text:
+    """`undo --list`: one change set a line, newest first."""
+    out = Text()
+    for cs in sets_newest_first:
+        paths = ", ".join(ch.path for ch in cs.changes[:4])
+        if len(cs.changes) > 4:
+            paths += f", +{len(cs.changes) - 4} more"
+        out.append_text(_set_line(cs) + Text("  ") + safe(paths, "dim") + Text("\n"))
+    return out
+
+
+def terminal_ask() -> Ask | None:
+    """A fresh prompt on the terminal (no history, typeahead discarded), or None when there is
+    no terminal: then undo refuses, as a write call would be denied."""
+    try:
+        if not sys.stdin.isatty():
+            return None
+    except (AttributeError, ValueError):
+        return None
+    from agent_cli.ui.panel import default_input, discard_typeahead
+
+    read = default_input()
+
+    def ask(prompt: str) -> str:
+        discard_typeahead()
+        return read(prompt)
+
+    return ask
+
+
+def repl_undo(session: Session, arg: str, *, console: Console | None = None,
+              ask: Ask | None = None) -> RenderableType | None:
+    """`/undo [ID]` over this session's own records (kept in memory as they were emitted, so no
+    file is trusted for them); the undo event goes into this session's log."""
+    from agent_cli.config import home
+    from agent_cli.errors import AgentError
+    from agent_cli.undo.changes import undoable
+    from agent_cli.undo.logs import select
+    from agent_cli.undo.restore import make_plan
+
+    recorder = session.effects
+    if recorder is None:
+        return Text("Undo is off in this session (config undo = false).", style="yellow")
+    sets = undoable(recorder.seen)
+    if not sets:
+        return Text("Nothing to undo: no approved call of this session changed a file that is "
+                    "not undone yet.", style="yellow")
+    try:
+        chosen = select(sets, arg.strip() or None)
+    except AgentError as e:
+        return safe(str(e), "yellow")
+    if console is None:
+        found = getattr(session.gate.approver, "console", None)
+        console = found if isinstance(found, Console) else Console(highlight=False)
+    if ask is None:
+        ask = terminal_ask()
+    plan = make_plan(chosen, Path(chosen[0].workspace), recorder.store, home())
+    outcome = confirm_and_apply(plan, recorder.store, console, ask, session.emit)
+    return safe(outcome.message, "green" if outcome.undone and outcome.event is not None
+                and not outcome.event.left_alone else "yellow")

@@ -1,0 +1,108 @@
+"""Undo's view of saved logs: which log, whether it is trusted, what in it can be undone, and how
+an undo is appended to it (a short session of its own: session_start, undo, session_end, signed
+and chained like any other)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from agent_cli import __version__
+from agent_cli import events as ev
+from agent_cli.errors import AgentError, LogError, UsageError
+from agent_cli.session_log import BadLine, SessionLog, read_events
+from agent_cli.undo.changes import ChangeSet, undoable
+
+if TYPE_CHECKING:
+    from agent_cli.config import Settings
+
+SCAN_LOGS = 50
+"""How many recent logs `undo --last` looks through for one with something to undo."""
+
+
+class UndoRefused(AgentError):
+    """The log is not trusted, or there is nothing to undo."""
+
+
+def log_events(path: Path) -> list[ev.Event]:
+    return [item for _n, item in read_events(path) if not isinstance(item, BadLine)]
+
+
+def undoable_in(path: Path) -> list[ChangeSet]:
+    return undoable(log_events(path))
+
+
+def trusted_sets(path: Path) -> list[ChangeSet]:
+    """The undoable change sets of a log, oldest first, only if the log is trusted."""
+    from agent_cli.log_trust import check_trust
+
+    trust = check_trust(path)
+    if not trust.trusted:
+        raise UndoRefused(f"Not undoing from {path}: {trust.reason}. Undo trusts only logs "
+                          "signed with your log key whose chain verifies cleanly "
+                          "(`agent-cli log verify LOG` says more).")
+    return undoable_in(path)
+
+
+def resolve_log(name: str, settings: Settings) -> Path:
+    """A path, or the file name of a log in the sessions folder (with or without .jsonl)."""
+    from agent_cli.resume import sessions_dir
+
+    given = Path(name).expanduser()
+    if given.is_file():
+        return given
+    folder = sessions_dir(settings)
+    for candidate in (folder / name, folder / f"{name}.jsonl"):
+        if "/" not in name and candidate.is_file():
+            return candidate
+    raise UsageError(f"No log {name!r}: give a path, or a name from `agent-cli log list`.")
+
+
+def latest_with_undo(settings: Settings, workspace: Path) -> Path:
+    """The newest log of this workspace that has something left to undo."""
+    from agent_cli.resume import sessions_dir
+
+    folder = sessions_dir(settings)
+    want = workspace.resolve()
+    logs = sorted(folder.glob("*.jsonl"), key=lambda p: p.stat().st_mtime, reverse=True) \
+        if folder.is_dir() else []
+    for path in logs[:SCAN_LOGS]:
+        try:
+            events = log_events(path)
+        except LogError:
+            continue
+        start = next((e for e in events if isinstance(e, ev.SessionStart)), None)
+        if start is None or Path(start.workspace).resolve() != want:
+            continue
+        if undoable(events):
+            return path
+    raise UndoRefused(f"Nothing to undo for workspace {want}: no recent session in {folder} "
+                      "recorded a change that is not undone yet. Name a log: agent-cli undo LOG.")
+
+
+def select(sets_oldest_first: list[ChangeSet], to_id: str | None) -> list[ChangeSet]:
+    """Newest first: the last change set, or (`--to ID`) that one and every one after it."""
+    if not sets_oldest_first:
+        raise UndoRefused("Nothing to undo in this log: no recorded change is left that was not "
+                          "undone already.")
+    if to_id is None:
+        return [sets_oldest_first[-1]]
+    for i in range(len(sets_oldest_first) - 1, -1, -1):
+        if sets_oldest_first[i].id == to_id:
+            return list(reversed(sets_oldest_first[i:]))
+    known = ", ".join(cs.id for cs in reversed(sets_oldest_first[-10:]))
+    raise UsageError(f"No undoable call {to_id!r} in this log; `agent-cli undo --list` shows "
+                     f"them (newest: {known}).")
+
+
+def append_undo(path: Path, event: ev.Undo) -> None:
+    """Log the undo in the same file, as a session of its own, so the next `undo` of this log
+    sees it (and can undo it)."""
+    log = SessionLog(path)
+    try:
+        log.write(ev.SessionStart(version=__version__, model="none", provider="undo",
+                                  workspace=event.workspace))
+        log.write(event)
+        log.write(ev.SessionEnd(reason="undo"))
+    finally:
+        log.close()

@@ -1,0 +1,149 @@
+"""The loop's effect recorder: snapshot before an approved call runs, `effects` event after.
+
+`write_file`/`edit_file` (the bundled ones) change one file: only it and the folders a write would
+create are recorded. Every other write tool (run_command, plugins, MCP tools) may change anything,
+so the workspace tree is recorded, incrementally. The panel learns beforehand what undo will not
+cover; the snapshot that counts is taken after the yes, right before the call runs, so an edit
+made while the panel was open is not mistaken for the call's.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agent_cli import events as ev
+from agent_cli.undo.snapshot import MB, Limits, Snapshot, Snapshotter, diff
+from agent_cli.undo.store import Store
+
+if TYPE_CHECKING:
+    from agent_cli.config import Settings
+    from agent_cli.tools.registry import ValidCall
+
+FILE_TOOLS = frozenset({"write_file", "edit_file"})
+OUTSIDE_NOTE = "effects outside the workspace cannot be undone (the sandbox is off)"
+
+
+@dataclass
+class Pending:
+    """What `before` took for one call, handed back to `after`."""
+
+    call_id: str
+    name: str
+    scope: str
+    rels: list[str]
+    snapshot: Snapshot | None = None
+    error: str | None = None
+
+
+@dataclass
+class WorkspaceRecorder:
+    """Implements loop.EffectRecorder for one session's workspace, and (as a sink) keeps this
+    session's change sets for `/undo`."""
+
+    workspace: Path
+    limits: Limits = field(default_factory=Limits)
+    sandbox: str = "workspace"
+    skip: tuple[Path, ...] = ()
+    store: Store = field(default_factory=Store)
+    seen: list[ev.Effects | ev.Undo] = field(default_factory=list)
+    """This session's `effects` and `undo` events, in order (what /undo works from)."""
+
+    def __post_init__(self) -> None:
+        self.workspace = Path(os.path.realpath(self.workspace))
+        self.snapper = Snapshotter(self.workspace, self.store, self.limits, self.skip)
+
+    @classmethod
+    def for_session(cls, workspace: Path, settings: Settings) -> WorkspaceRecorder:
+        from agent_cli.config import home
+        from agent_cli.resume import sessions_dir
+
+        limits = Limits(file_cap=int(getattr(settings, "undo_file_cap_mb", 50)) * MB,
+                        session_cap=int(getattr(settings, "undo_store_cap_mb", 1024)) * MB)
+        return cls(workspace, limits, str(getattr(settings, "sandbox", "workspace")),
+                   (home(), sessions_dir(settings)))
+
+    def __call__(self, event: ev.AnyEvent) -> None:
+        if isinstance(event, ev.Effects | ev.Undo):
+            self.seen.append(event)
+
+    # -- scope -------------------------------------------------------------------------------
+
+    def _scope(self, call: ValidCall) -> tuple[str, list[str]]:
+        from agent_cli.tools.loader import bundled_tools_dir
+
+        tool = call.tool
+        if tool.name in FILE_TOOLS and tool.source and \
+                Path(tool.source).resolve().parent == bundled_tools_dir().resolve():
+            raw = getattr(call.args, "path", None)
+            if not isinstance(raw, str):
+                return "file", []
+            from agent_cli.errors import PathRefused
+            from agent_cli.tools.paths import resolve_in_workspace
+
+            try:
+                real = resolve_in_workspace(self.workspace, raw)
+                rel = real.relative_to(self.workspace).as_posix()
+            except (PathRefused, ValueError):
+                return "file", []  # the write itself will be refused: nothing to record
+            return "file", [] if rel == "." else [rel]
+        return "tree", []
+
+    def _take(self, scope: str, rels: list[str], rules_from: Snapshot | None = None) -> Snapshot:
+        if scope == "file":
+            return self.snapper.paths(rels)
+        return self.snapper.tree(rules_from)
+
+    # -- the hook ----------------------------------------------------------------------------
+
+    def notes(self, call: ValidCall) -> dict[str, str]:
+        """Rows for the approval panel: what undo will not cover."""
+        scope, rels = self._scope(call)
+        lines: list[str] = []
+        try:
+            snap = self._take(scope, rels)
+            skipped = snap.not_covered(self.limits.file_cap)
+            if skipped:
+                lines.append("undo will not cover: " + ", ".join(skipped))
+        except Exception as e:  # never stops the call: it says undo won't cover it
+            lines.append(f"undo will not cover this call: the workspace cannot be snapshotted "
+                         f"({_why(e)})")
+        if scope == "tree" and self.sandbox == "off":
+            lines.append(OUTSIDE_NOTE)
+        return {"undo": "\n".join(lines)} if lines else {}
+
+    def before(self, call: ValidCall) -> Pending:
+        scope, rels = self._scope(call)
+        pending = Pending(call.id, call.tool.name, scope, rels)
+        try:
+            pending.snapshot = self._take(scope, rels)
+        except Exception as e:  # never stops the call: it says undo won't cover it
+            pending.error = f"the workspace could not be snapshotted ({_why(e)})"
+        return pending
+
+    def after(self, token: Any, finished: bool) -> list[ev.Event]:
+        if not isinstance(token, Pending):
+            return []
+        if token.snapshot is None:
+            return [ev.Notice(message=f"undo cannot cover call {token.call_id}: {token.error}",
+                              kind="undo")]
+        try:
+            now = self._take(token.scope, token.rels, token.snapshot)
+        except Exception as e:  # never stops the call: it says undo won't cover it
+            return [ev.Notice(message=f"undo cannot cover call {token.call_id}: the workspace "
+                              f"could not be snapshotted after it ran ({_why(e)})",
+                              kind="undo")]
+        changes = diff(token.snapshot, now)
+        self.store.sync({s.sha256 for ch in changes for s in (ch.before, ch.after)
+                         if s is not None and s.sha256 is not None})
+        skipped = sorted(set(token.snapshot.not_covered(self.limits.file_cap))
+                         | set(now.not_covered(self.limits.file_cap)))
+        return [ev.Effects(id=token.call_id, name=token.name, workspace=str(self.workspace),
+                           scope="file" if token.scope == "file" else "tree", changes=changes,
+                           not_covered=skipped, complete=finished)]
+
+
+def _why(e: BaseException) -> str:
+    return str(getattr(e, "strerror", None) or e or type(e).__name__)
