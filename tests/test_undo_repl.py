@@ -13,7 +13,7 @@ import pytest
 from tests.test_repl_pty import pexpect, spawn, text, tool_use  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.pty
-ASK = rb"Run this\? \[y/N\]"
+ASK = rb"Run [^\r\n]*\? \[y/N\]"
 UNDO_ASK = rb"Undo this\? \[y/N\]"
 
 
@@ -68,6 +68,8 @@ def test_a_tall_undo_panel_opens_in_the_pager(spawn: Any, workspace: Path,  # no
     chat.child.timeout = 60
     chat.prompt()
     chat.say("shorten it")
+    chat.expect(b"G for the rest")  # the write's own panel is taller than the terminal too
+    chat.say("G")
     chat.expect(ASK)
     chat.say("y")
     chat.expect(b"WROTE-IT")
