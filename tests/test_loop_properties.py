@@ -40,6 +40,7 @@ from pydantic import BaseModel
 from agent_cli import events as ev
 from agent_cli.approval import DenyRule, ScriptedApprover
 from agent_cli.config import Settings
+from agent_cli.loop import Limits
 from agent_cli.providers.scripted import ScriptedProvider
 from agent_cli.session import Session
 from agent_cli.session_log import read_events, verify
@@ -405,6 +406,8 @@ def split_replies(turn: list[ev.Event]) -> list[tuple[ev.ModelReply, list[ev.Eve
     return segments
 
 
+MAX_PANELS_AFTER_DENIAL = Limits().max_panels_after_denial
+
 TOOL_EVENT_TYPES = (ev.ToolProposed, ev.ToolInvalid, ev.Approval, ev.ToolStarted,
                     ev.ToolResultEvent)
 
@@ -415,6 +418,9 @@ class Tally:
 
     reply_index: int = 0
     answer_index: int = 0
+    reply_panels: int = 0
+    """Panels the user answered in the current reply (the limit after denials counts them)."""
+    reply_denials: int = 0
     received_index: int = 0
     approved_writes: list[str] = field(default_factory=list)
     """The text of each approved write, in order: the effects file must hold exactly these."""
@@ -447,15 +453,23 @@ def check_call(sc: Scenario, run: Run, tally: Tally, planned: Planned, call_id: 
     elif planned.kind == "mul":
         assert (decision.decision, decision.by) == ("approved", "policy")
         should_run = True
+    elif tally.reply_denials and tally.reply_panels >= MAX_PANELS_AFTER_DENIAL:
+        # Once the user denied a call in this reply, at most that many panels open; the rest
+        # are answered without asking (approval fatigue).
+        assert (decision.decision, decision.by) == ("denied", "policy"), (planned, decision)
+        assert "too many calls in one reply after denials" in result.content
+        should_run = False
     else:
         k = tally.answer_index
         tally.answer_index += 1
+        tally.reply_panels += 1
         answer = sc.answers[k] if k < len(sc.answers) else None
         assert k < len(run.seen_by_approver), "a write call was decided without the approver"
         request = run.seen_by_approver[k]
         assert request.call_id == call_id and request.name == name and request.args == args
         assert request.args_hash == decision.args_hash
         should_run = approves(answer)
+        tally.reply_denials += 0 if should_run else 1
         expected = ("approved", "user") if should_run else ("denied", "user")
         assert (decision.decision, decision.by) == expected, (answer, decision)
         if not should_run and answer is not None and answer.strip().startswith("n "):
@@ -485,6 +499,7 @@ def check_reply(sc: Scenario, run: Run, tally: Tally, reply: ev.ModelReply,
                 seg: list[ev.Event], is_last: bool, end: ev.TurnEnd) -> None:
     planned = sc.replies[tally.reply_index]
     tally.reply_index += 1
+    tally.reply_panels = tally.reply_denials = 0
     uses = [b for b in reply.content if b.get("type") == "tool_use"]
     assert len(uses) == len(planned.calls)
     ids = [u.get("id") for u in uses]
