@@ -81,6 +81,8 @@ class Settings(BaseModel):
     """USD per million tokens by model: {"input": 3.0, "output": 15.0}."""
     mcp: dict[str, dict[str, MCPServer]] = {}
     """[mcp.servers.NAME] tables."""
+    render: Literal["markdown", "plain"] = "markdown"
+    """How answers show in a terminal: Markdown (rendered once complete) or the raw text."""
 
 
 ENV_MAP = {
