@@ -363,7 +363,7 @@ def run(
 
 
 @app.command()
-@with_options("tools_dir", "config")
+@with_options("workspace", "tools_dir", "config")
 @guarded
 def tools(
     common: Common,

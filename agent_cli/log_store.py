@@ -129,7 +129,7 @@ def resolve(arg: str | Path, settings: Settings) -> Path:
         if len(matches) > 1:
             names = ", ".join(p.name for p in matches[:5])
             raise UsageError(f"{text} matches several logs ({names}); give the file name.")
-    raise LogNotFound(f"No session log {text}: it is not a file, nor a name or id in "
+    raise LogNotFound(f"Session log {text} not found: it is not a file, nor a name or id in "
                       f"{folder}. `agent-cli log list` shows the saved sessions.")
 
 

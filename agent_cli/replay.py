@@ -147,8 +147,8 @@ def show(path: Path, view: View, *, turns: tuple[int, int | None] | None = None,
         if isinstance(item, ev.UserMessage):
             turn += 1
             stats.turns = turn
-            if hasattr(view, "turn"):
-                view.turn = turn  # text replay numbers turns as they are in the whole log
+            if hasattr(view, "log_turn"):
+                view.log_turn = turn  # text replay numbers turns as they are in the whole log
         if not isinstance(item, FRAME_EVENTS):
             if turns is not None and not (turns[0] <= turn and (turns[1] is None
                                                                 or turn <= turns[1])):
@@ -186,7 +186,7 @@ class TextView:
         self.renderer = Renderer(console)
         self.proposed: dict[str, Any] = {}
         self.sources: dict[str, str] = {}
-        self.turn = 0
+        self.log_turn = 0
         """The number of the turn being shown (set by `show`, counted in the whole log)."""
 
     def __call__(self, event: ev.Event, record: dict[str, Any]) -> None:
@@ -205,8 +205,8 @@ class TextView:
                     note += f", continuing {event.continues}"
                 c.print(safe(note + "; nothing is run again.", "dim"))
             case ev.UserMessage():
-                c.print(Text(f"[turn {self.turn}] ", style="dim") + Text("› ", style="bold")
-                        + safe(event.text))
+                c.print(Text(f"── turn {self.log_turn} ──", style="dim"))
+                c.print(Text("› ", style="bold") + safe(event.text))
             case ev.ModelReply():
                 for block in event.content:
                     if block.get("type") == "text" and block.get("text"):
