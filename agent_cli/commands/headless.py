@@ -37,11 +37,20 @@ class Outcome:
 
 
 def without_text(sink: Sink) -> Sink:
-    """A renderer for stderr: everything but the streamed answer (that goes to stdout once)."""
+    """A renderer for stderr: everything but the answer (that goes to stdout, once). Text the
+    model wrote along with tool calls ("Let me look at the tests") is a trace: it stays."""
+    held: list[ev.AnyEvent] = []
 
     def forward(event: ev.AnyEvent) -> None:
-        if not isinstance(event, ev.TextDelta):
-            sink(event)
+        if isinstance(event, ev.TextDelta):
+            held.append(event)
+            return
+        if isinstance(event, ev.ModelReply):
+            if any(b.get("type") == "tool_use" for b in event.content):
+                for delta in held:
+                    sink(delta)
+            held.clear()
+        sink(event)
 
     return forward
 
