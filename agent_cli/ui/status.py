@@ -150,6 +150,8 @@ class TerminalView:
                 if self.console.is_terminal:
                     if self.spinner is None and self.spinner_on:
                         self.spinner = Spinner("Writing")
+                    elif self.spinner is not None:
+                        self.spinner.label = "Writing"  # the wait is over; the clock runs on
                     self._show(_Streaming(self))
                 return
             case ev.TextDelta():
