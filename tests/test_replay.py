@@ -93,7 +93,8 @@ def replay_text(log: Path, **kw: Any) -> str:
     return out
 
 
-REPLAY_ONLY = re.compile(r"^(── turn \d+ ──$|› |Run this\? \[y/N\] |\(session ended|replay of |agent-cli · )")
+REPLAY_ONLY = re.compile(r"^(── turn \d+ ──$|› |Run this\? \[y/N\] |\(session ended|replay of "
+                         r"|agent-cli · )")
 
 
 def test_replay_shows_what_the_live_terminal_showed(tmp_path: Path) -> None:
