@@ -301,8 +301,9 @@ def test_rerun_needs_an_explicit_workspace_and_its_own_log(tmp_path: Path) -> No
     assert result.exit_code == 2 and "--workspace" in result.output
     before = log.read_bytes()
     same = runner.invoke(app, ["replay", str(log), "--rerun", "--workspace", str(tmp_path),
-                               "--log", str(log)])
+                               "--rerun-log", str(log)])
     assert same.exit_code == 2 and log.read_bytes() == before
+    assert "--rerun-log must name a new file" in " ".join(same.output.split())
 
 
 def test_reuse_approvals_refuses_a_log_that_fails_verification(tmp_path: Path) -> None:
