@@ -279,3 +279,18 @@ def test_resume_without_a_log_needs_a_terminal_for_the_picker(tmp_path: Path,
                            input="")
     assert result.exit_code == 2
     assert "picker" in result.output and "needs a terminal" in " ".join(result.output.split())
+
+
+def test_a_rerun_shows_as_such_in_log_list(tmp_path: Path, workspace: Path) -> None:
+    recording = REPO / "tests" / "data" / "session_edit.jsonl"
+    ws = tmp_path / "rerun-ws"
+    ws.mkdir()
+    own = tmp_path / "rerun.jsonl"
+    result = runner.invoke(app, ["replay", str(recording), "--rerun", "--workspace", str(ws),
+                                 "--rerun-log", str(own)], env={"COLUMNS": "200"})
+    assert result.exit_code in (0, 1), result.output
+    assert own.is_file()
+    from agent_cli.replay import summarize
+
+    assert summarize(own).kind == "rerun"
+    assert summarize(recording).kind == "new"

@@ -179,6 +179,10 @@ class TerminalView:
                     self.console.print(Text(f"    /show {len(self.results.results)} prints "
                                             "it whole", style="dim"))
                 self.wait("Waiting for the model")
+            case ev.Notice() if event.kind == "retry":
+                self.stop()
+                self.renderer(event)
+                self.wait("Waiting for the model (retrying)")
             case ev.TurnEnd() | ev.Interrupt() | ev.ErrorEvent():
                 self.stop()
                 self._flush_answer()
