@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from agent_cli.config import Settings
     from agent_cli.session import Session, Sink
 
-from agent_cli.commands.help import App, PlainCommand
+from agent_cli.commands.help import App, PlainCommand, plain_everywhere
 
 app = App(
     name="agent-cli",
@@ -431,6 +431,7 @@ from agent_cli.commands import log_cmd, mcp_cmd, replay_cmd  # noqa: E402 (after
 log_cmd.register(app)
 replay_cmd.register(app)
 mcp_cmd.register(app)
+plain_everywhere(app)  # also the sub-apps' commands: plain metavars, whole summaries
 
 
 def main() -> None:

@@ -97,3 +97,26 @@ class App(typer.Typer):
     def command(self, *args: Any, **kwargs: Any) -> Any:
         kwargs.setdefault("cls", PlainCommand)
         return super().command(*args, **kwargs)
+
+
+def _unset(value: Any) -> bool:
+    from typer.models import DefaultPlaceholder
+
+    return value is None or isinstance(value, DefaultPlaceholder) or value is TyperGroup
+
+
+def plain_everywhere(app: typer.Typer) -> None:
+    """Give every group and command registered on `app` (also sub-apps made with plain
+    `typer.Typer`, such as `mcp`) the plain help, unless it chose a class of its own."""
+    for info in app.registered_commands:
+        if _unset(info.cls):
+            info.cls = PlainCommand
+    for group in app.registered_groups:
+        sub = group.typer_instance
+        if _unset(group.cls):
+            group.cls = PlainGroup
+        if sub is None:
+            continue
+        if _unset(sub.info.cls):
+            sub.info.cls = PlainGroup
+        plain_everywhere(sub)
