@@ -233,3 +233,24 @@ def test_resume_alone_opens_the_picker_and_prints_a_recap(tmp_path: Path,
     finally:
         if chat.child.isalive():
             chat.child.terminate(force=True)
+
+
+@pytest.mark.parametrize("plain", [False, True])
+def test_run_on_a_terminal_renders_markdown_unless_plain(tmp_path: Path, workspace: Path,
+                                                         plain: bool) -> None:
+    script = tmp_path / "md.json"
+    script.write_text(json.dumps([text("# Heading here\n\n- item one\n- item two\n")]))
+    child = pexpect.spawn(sys.executable, ["-m", "agent_cli", "run", "go", "--script",
+                                           str(script), "--workspace", str(workspace),
+                                           *(["--plain"] if plain else [])],
+                          env=pty_env(), cwd=str(REPO), dimensions=(40, 100), timeout=TIMEOUT)
+    child.expect(pexpect.EOF)
+    child.close()
+    shown = re.sub(rb"\x1b\[[0-9;?]*[A-Za-z]", b"", bytes(child.before))
+    assert child.exitstatus == 0
+    if plain:
+        assert b"# Heading here" in shown and b"- item one" in shown
+    else:
+        final = shown.rsplit(b"Heading here", 1)
+        assert b"Heading here" in shown and b"\xe2\x80\xa2 item one" in shown  # a bullet
+        assert not final[0].endswith(b"# ")  # the last print is the rendered heading
