@@ -121,10 +121,11 @@ def test_the_view_prints_the_finished_answer_as_markdown_once() -> None:
     assert "- first item" in SGR.sub("", raw)
     final = SGR.sub("", raw.rsplit("\x1b[2K", 1)[-1])
     assert "• first item" in final and "```" not in final
-    # not a terminal: no live region at all; the answer appears once
-    _raw, plain = run_view(events_for(NICE), markdown=True, terminal=False)
-    assert plain.count("second item") == 1 and "• first item" in plain
-    assert "Waiting for the model" not in plain
+    # not a terminal (piped): no live region, no Markdown layout; the raw text once, unwrapped
+    long_line = "word " * 40 + "end"
+    raw, _plain = run_view(events_for(NICE + long_line + "\n"), markdown=True, terminal=False)
+    assert raw.count("second item") == 1 and "- first item" in raw and long_line in raw
+    assert "Waiting for the model" not in raw and "\x1b" not in raw
 
 
 def test_hostile_answer_through_the_view_is_clean() -> None:

@@ -50,7 +50,7 @@ class Renderer:
         match event:
             case ev.TextDelta():
                 self._streaming = True
-                c.print(safe(event.text, collapse_padding=False), end="")
+                c.print(safe(event.text, collapse_padding=False), end="", soft_wrap=True)
             case ev.ModelReply():
                 self._end_stream()
             case ev.ToolProposed():

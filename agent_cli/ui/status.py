@@ -107,7 +107,8 @@ class TerminalView:
                  spinner: bool = True) -> None:
         self.renderer = renderer
         self.console = console
-        self.markdown = markdown
+        self.markdown = markdown and console.is_terminal
+        """Markdown on a terminal only: piped output is the raw text, never hard-wrapped."""
         self.spinner_on = spinner and console.is_terminal
         self.buffer: list[str] = []
         self.spinner: Spinner | None = None
