@@ -25,7 +25,9 @@ if TYPE_CHECKING:
     from agent_cli.session import Session, Sink
     from agent_cli.tools.registry import Registry
 
-app = typer.Typer(
+from agent_cli.commands.help import App, PlainCommand, plain_everywhere
+
+app = App(
     name="agent-cli",
     help=(
         "A terminal agent: the model proposes tool calls, you approve each one that has "
@@ -37,7 +39,26 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+
+def _version(value: bool) -> None:
+    if value:
+        from agent_cli import __version__
+
+        typer.echo(f"agent-cli {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _main_options(
+    version: Annotated[bool, typer.Option(
+        "--version", "-V", is_eager=True, callback=_version,
+        help="Print the version (agent-cli X.Y.Z) and exit.")] = False,
+) -> None:
+    """A terminal agent: the model proposes tool calls, you approve each one that has effects."""
+
 
 # Exit codes of `agent-cli run` (documented in README).
 EXIT_OK = 0
@@ -47,7 +68,11 @@ EXIT_LIMIT = 3
 EXIT_PROVIDER = 4
 EXIT_REPEATED = 5
 EXIT_MAX_TOKENS = 6
+EXIT_DENIED = 7
+"""The model finished, but one or more write calls were denied (so the task may be undone)."""
 EXIT_INTERRUPTED = 130
+EXIT_NOT_FOUND = 2
+"""A LOG or other named file that does not exist: a usage error, the same for every command."""
 TURN_EXIT = {
     "end_turn": EXIT_OK, "stop_sequence": EXIT_OK, "max_turns": EXIT_LIMIT,
     "error": EXIT_PROVIDER, "repeated_failure": EXIT_REPEATED, "max_tokens": EXIT_MAX_TOKENS,
@@ -112,8 +137,8 @@ _COMMON_OPTIONS: dict[str, Any] = {
         "--script", metavar="FILE",
         help="JSON array of model replies for the scripted provider (offline).")],
     "max_turns": Annotated[Optional[int], typer.Option(  # noqa: UP045
-        "--max-turns", metavar="N", min=1,
-        help="Model requests allowed within one user turn (default 25).")],
+        "--max-turns", metavar="N",
+        help="Model requests allowed within one user turn (at least 1; default 25).")],
     "sandbox": Annotated[Optional[str], typer.Option(  # noqa: UP045
         "--sandbox", metavar="MODE",
         help="workspace (default): approved commands and MCP servers may write only in the "
@@ -123,19 +148,31 @@ _COMMON_OPTIONS: dict[str, Any] = {
 
 def with_common(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Give a command the common options; it receives them as one `common: Common` argument."""
-    sig = inspect.signature(fn, eval_str=True)
-    own = [p for p in sig.parameters.values() if p.name != "common"]
-    extra = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None,
-                               annotation=ann) for name, ann in _COMMON_OPTIONS.items()]
+    return with_options(*_COMMON_OPTIONS)(fn)
 
-    @functools.wraps(fn)
-    def wrapper(**kwargs: Any) -> Any:
-        values = {name: kwargs.pop(name, None) for name in _COMMON_OPTIONS}
-        values["tools_dir"] = values["tools_dir"] or []
-        return fn(common=Common(**values), **kwargs)
 
-    wrapper.__signature__ = sig.replace(parameters=own + extra)  # type: ignore[attr-defined]
-    return wrapper
+def with_options(*names: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Like `with_common`, with only the named common options, so a command's --help lists only
+    what applies to it (`replay` has no --model; `log list` no --tools-dir)."""
+    unknown = set(names) - set(_COMMON_OPTIONS)
+    assert not unknown, unknown
+
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        sig = inspect.signature(fn, eval_str=True)
+        own = [p for p in sig.parameters.values() if p.name != "common"]
+        extra = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None,
+                                   annotation=_COMMON_OPTIONS[name]) for name in names]
+
+        @functools.wraps(fn)
+        def wrapper(**kwargs: Any) -> Any:
+            values = {name: kwargs.pop(name, None) for name in names}
+            values["tools_dir"] = values.get("tools_dir") or []
+            return fn(common=Common(**values), **kwargs)
+
+        wrapper.__signature__ = sig.replace(parameters=own + extra)  # type: ignore[attr-defined]
+        return wrapper
+
+    return decorate
 
 
 def fail(message: str, code: int = 1) -> typer.Exit:
@@ -203,29 +240,46 @@ def _interactive() -> bool:
     return sys.stdin.isatty()
 
 
-@app.command()
+class _ChatCommand(PlainCommand):
+    bare_options = ("--resume",)
+
+
+_PLAIN = Annotated[bool, typer.Option(
+    "--plain", help="Show answers as the raw text the model wrote (no Markdown rendering, no "
+    "spinner); config: render = \"plain\".")]
+
+
+@app.command(cls=_ChatCommand)
 @with_common
 @guarded
 def chat(
     common: Common,
-    resume: Annotated[Optional[Path], typer.Option(  # noqa: UP045
-        "--resume", help="Continue the session saved in this log.")] = None,
+    resume: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        "--resume", metavar="LOG",
+        help="Continue a saved session: a path, a file name from `agent-cli log list`, or its "
+        "id. Alone: pick one of this workspace's recent sessions.")] = None,
     continue_: Annotated[bool, typer.Option(
-        "--continue", help="Continue the latest session of this workspace.")] = False,
+        "--continue", "--last", help="Continue the latest session of this workspace.")] = False,
+    plain: _PLAIN = False,
 ) -> None:
     """Chat with the model in a REPL; write calls ask for your yes, one by one."""
     from rich.console import Console
 
     from agent_cli.config import home
+    from agent_cli.ui.keys import EscWatcher, PausingApprover
     from agent_cli.ui.panel import TerminalApprover
     from agent_cli.ui.render import Renderer
     from agent_cli.ui.repl import make_prompt, run_repl
+    from agent_cli.ui.status import TerminalView
 
     console = Console(highlight=False)
-    history, continues, notes = _resumed_history(common, resume, continue_)
+    history, continues, notes, said = _resumed_history(common, resume, continue_, console)
+    keys = EscWatcher() if _interactive() else None
     approver: Approver
     if _interactive():
         approver = TerminalApprover(console)
+        if keys is not None:
+            approver = PausingApprover(approver, keys)
     else:
         from agent_cli.approval import NonInteractiveApprover
 
@@ -233,8 +287,10 @@ def chat(
     from agent_cli.signals import EndingApprover, Terminated, TerminationSignals
 
     signals = TerminationSignals()
+    markdown = not plain and common.settings().render != "plain"
+    view = TerminalView(Renderer(console), console, markdown=markdown, spinner=markdown)
     session = build_session(common, console=console, approver=EndingApprover(approver, signals),
-                            sinks=[Renderer(console)], history=history, continues=continues)
+                            sinks=[view], history=history, continues=continues)
     if _interactive():
         prompt_read = make_prompt(home() / "history", session.log.redactor)
     else:
@@ -263,27 +319,53 @@ def chat(
                 from agent_cli.events import Notice
 
                 session.emit(Notice(message=note, kind="resume"))
-            run_repl(session, console, read)
+            for thing in said:
+                console.print(thing)
+            run_repl(session, console, read, keys=keys, view=view)
         except Terminated:
             pass  # between the steps that handle it: the session still closes below
         finally:
+            view.stop()
             session.close(signals.reason)
     if signals.exit_code is not None:
         raise typer.Exit(signals.exit_code)
 
 
-def _resumed_history(common: Common, resume: Path | None, continue_: bool
-                     ) -> tuple[list[dict[str, Any]] | None, str | None, list[str]]:
+def _resumed_history(common: Common, resume: str | None, continue_: bool, console: Console
+                     ) -> tuple[list[dict[str, Any]] | None, str | None, list[str], list[Any]]:
+    """The conversation to continue, the notes to log, and what to print (recap, workspace)."""
     if resume is None and not continue_:
-        return None, None, []
+        return None, None, [], []
     if resume is not None and continue_:
         raise fail("Use --resume LOG or --continue, not both.", EXIT_USAGE)
+    from agent_cli import log_store
     from agent_cli import resume as rs
+    from agent_cli.commands import sessions
+    from agent_cli.ui.safe_rich import safe
 
-    path = resume if resume is not None else rs.latest_log_for(
-        common.settings(), common.workspace_dir())
+    settings = common.settings()
+    here = common.workspace_dir()
+    if continue_:
+        path = log_store.latest_for(settings, here)
+    elif resume == sessions.PICK:
+        if not _interactive():
+            raise fail("--resume without a LOG opens a picker, which needs a terminal; name the "
+                       "log (`agent-cli log list` shows them) or use --continue.", EXIT_USAGE)
+        path = sessions.pick(settings, here, console)
+    else:
+        assert resume is not None
+        path = log_store.resolve(resume, settings)
     history, notes = rs.resume_notes(path)
-    return history, str(path.resolve()), notes
+    said: list[Any] = []
+    start = log_store.first_start(path)
+    use, sentence = sessions.workspace_note(start.workspace if start else None, common.workspace
+                                            and here, Path.cwd())
+    if use is not None and common.workspace is None:
+        common.workspace = use
+    if sentence:
+        said.append(safe(sentence, "yellow"))
+    said.append(sessions.recap(history))
+    return history, str(path.resolve()), notes, said
 
 
 @app.command()
@@ -291,65 +373,33 @@ def _resumed_history(common: Common, resume: Path | None, continue_: bool
 @guarded
 def run(
     common: Common,
-    prompt: Annotated[str, typer.Argument(metavar="PROMPT", help="The task, in words.")],
+    prompt: Annotated[str, typer.Argument(
+        metavar="PROMPT", help="The task, in words; - reads it from stdin.")],
     output: Annotated[str, typer.Option(
         "--output", "-o", metavar="FORMAT",
-        help="text: the answer as it streams; jsonl: every event, one per line "
-        "(the session-log format).")] = "text",
+        help="text: the answer (only the answer on stdout when it is not a terminal; tool calls "
+        "go to stderr); json: one object at the end (answer, stop_reason, exit_code, log, "
+        "usage, denied); jsonl: every event, one per line (the session-log format).")] = "text",
+    plain: _PLAIN = False,
 ) -> None:
     """Do one task headless and exit. Exit codes: 0 done, 1 error, 2 usage, 3 turn limit,
-    4 model/API error, 5 repeated tool failure, 6 output limit, 130 interrupted.
+    4 model/API error, 5 repeated tool failure, 6 output limit, 7 done but write calls were
+    denied, 130 interrupted, 143/129 ended by SIGTERM/SIGHUP.
 
     Write calls ask on the terminal; with no terminal they are denied, never approved."""
-    from rich.console import Console
+    from agent_cli.commands.headless import run_headless
 
-    from agent_cli.approval import NonInteractiveApprover
-    from agent_cli.ui.render import Renderer, StatusOnly
-
-    if output not in ("text", "jsonl"):
-        raise fail("--output must be text or jsonl.", EXIT_USAGE)
-    console = Console(highlight=False, stderr=output == "jsonl")
-    approver: Approver
-    if _interactive():
-        from agent_cli.ui.panel import TerminalApprover
-
-        approver = TerminalApprover(Console(highlight=False, stderr=True))
-    else:
-        approver = NonInteractiveApprover()
-    from agent_cli.signals import EndingApprover, TerminationSignals
-
-    signals = TerminationSignals()
-    sinks: list[Sink] = [StatusOnly(console) if output == "jsonl" else Renderer(console)]
-    session = build_session(common, console=console, approver=EndingApprover(approver, signals),
-                            sinks=sinks)
-    if output == "jsonl":
-        session.log.mirror = _print_line
-    with signals:  # SIGTERM/SIGHUP take the Ctrl-C path, then exit 143/129
-        try:
-            session.start()
-            result = session.send(prompt)
-        except KeyboardInterrupt:
-            session.close(signals.reason if signals.received is not None else "interrupted")
-            raise typer.Exit(signals.exit_code or EXIT_INTERRUPTED) from None
-        session.close(signals.reason)
-    if signals.exit_code is not None:
-        raise typer.Exit(signals.exit_code)
-    raise typer.Exit(TURN_EXIT.get(result.reason, EXIT_OK))
-
-
-def _print_line(line: str) -> None:
-    sys.stdout.write(line)
-    sys.stdout.flush()
+    raise typer.Exit(run_headless(common, prompt, output, plain))
 
 
 @app.command()
-@with_common
+@with_options("workspace", "tools_dir", "config")
 @guarded
 def tools(
     common: Common,
     trust: Annotated[Optional[list[Path]], typer.Option(  # noqa: UP045
-        "--trust", help="Trust this plugin file as it is now (after you changed it); repeat "
-        "for more. Shows what changed since it was last trusted.")] = None,
+        "--trust", metavar="FILE", help="Trust this plugin file as it is now (after you changed "
+        "it); repeat for more. Shows what changed since it was last trusted.")] = None,
 ) -> None:
     """List the tools: name, effect class, source file, schema hash, arguments and full
     description (what the model is told). Exits 1 if a plugin failed to load."""
@@ -424,6 +474,9 @@ undo_cmd.register(app)
 from agent_cli.commands import eval_cmd  # noqa: E402
 
 eval_cmd.register(app)
+
+
+plain_everywhere(app)  # also the sub-apps' commands: plain metavars, whole summaries
 
 
 def _help_only(args: list[str]) -> bool:

@@ -118,6 +118,8 @@ class Settings(BaseModel):
     """USD per million tokens by model: {"input": 3.0, "output": 15.0}."""
     mcp: dict[str, dict[str, MCPServer]] = {}
     """[mcp.servers.NAME] tables."""
+    render: Literal["markdown", "plain"] = "markdown"
+    """How answers show in a terminal: Markdown (rendered once complete) or the raw text."""
     undo: bool = True
     """Snapshot what approved calls may change, so `agent-cli undo` can put it back."""
     undo_file_cap_mb: int = Field(50, ge=1)

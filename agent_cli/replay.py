@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any, assert_never
 from agent_cli import events as ev
 from agent_cli.approval import ApprovalRequest
 from agent_cli.errors import LogError, UsageError
-from agent_cli.resume import mtime, same_workspace, sessions_dir
 from agent_cli.safe_text import one_line, sanitize
 from agent_cli.session_log import BadLine, read_records, to_event
 
@@ -46,6 +45,8 @@ class Summary:
     """Write calls approved by the user (read-only calls run without a decision)."""
     denied: int = 0
     bad_lines: int = 0
+    kind: str = "new"
+    """new | resumed (continues another log) | rerun (of a recording)."""
 
 
 def summarize(path: Path) -> Summary:
@@ -59,6 +60,10 @@ def summarize(path: Path) -> Summary:
             item = to_event(lineno, rec)
             if isinstance(item, ev.SessionStart):
                 s.started, s.workspace = item.ts, item.workspace
+                if item.continues:
+                    s.kind = "resumed"
+        elif kind == "notice" and rec.get("kind") == "rerun":
+            s.kind = "rerun"
         elif kind == "user_message" and not s.first_prompt:
             s.first_prompt = str(rec.get("text", ""))
         elif kind == "tool_proposed":
@@ -73,10 +78,9 @@ def summarize(path: Path) -> Summary:
 
 def list_sessions(settings: Settings, workspace: Path | None = None,
                   limit: int = 20) -> list[Summary]:
-    folder = sessions_dir(settings)
-    if not folder.is_dir():
-        return []
-    logs = sorted(folder.glob("*.jsonl"), key=mtime, reverse=True)
+    from agent_cli.log_store import newest_first, same_workspace
+
+    logs = newest_first(settings)
     out: list[Summary] = []
     for path in logs:
         try:  # one bad log (unreadable, a FIFO, hostile values) never hides the others
@@ -109,6 +113,12 @@ def parse_turns(spec: str | None) -> tuple[int, int | None] | None:
 View = Callable[[ev.Event, dict[str, Any]], None]
 
 
+def count_turns(path: Path) -> int:
+    """How many turns (user messages) a log holds, for `--turns` out of range."""
+    return sum(1 for _lineno, rec in read_records(path)
+               if not isinstance(rec, BadLine) and rec.get("type") == "user_message")
+
+
 @dataclass
 class ShowStats:
     events: int = 0
@@ -136,6 +146,8 @@ def show(path: Path, view: View, *, turns: tuple[int, int | None] | None = None,
         if isinstance(item, ev.UserMessage):
             turn += 1
             stats.turns = turn
+            if hasattr(view, "log_turn"):
+                view.log_turn = turn  # text replay numbers turns as they are in the whole log
         if not isinstance(item, FRAME_EVENTS):
             if turns is not None and not (turns[0] <= turn and (turns[1] is None
                                                                 or turn <= turns[1])):
@@ -173,6 +185,8 @@ class TextView:
         self.renderer = Renderer(console)
         self.proposed: dict[str, Any] = {}
         self.sources: dict[str, str] = {}
+        self.log_turn = 0
+        """The number of the turn being shown (set by `show`, counted in the whole log)."""
 
     def __call__(self, event: ev.Event, record: dict[str, Any]) -> None:
         from rich.text import Text
@@ -190,6 +204,7 @@ class TextView:
                     note += f", continuing {event.continues}"
                 c.print(safe(note + "; nothing is run again.", "dim"))
             case ev.UserMessage():
+                c.print(Text(f"── turn {self.log_turn} ──", style="dim"))
                 c.print(Text("› ", style="bold") + safe(event.text))
             case ev.ModelReply():
                 for block in event.content:

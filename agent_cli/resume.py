@@ -15,38 +15,13 @@ from typing import TYPE_CHECKING, Any
 from agent_cli import events as ev
 from agent_cli.errors import LogError
 from agent_cli.loop import add_user_text
-from agent_cli.session_log import BadLine, read_events, read_records, to_event
+from agent_cli.session_log import BadLine, read_events
 
 if TYPE_CHECKING:
     from agent_cli.config import Settings
 
 INTERRUPTED = "interrupted; outcome unknown"
 """The result a resumed conversation gives a call that was running when the session died."""
-
-
-def sessions_dir(settings: Settings) -> Path:
-    from agent_cli.config import home
-
-    return Path(settings.log_dir).expanduser() if settings.log_dir else home() / "sessions"
-
-
-def mtime(path: Path) -> float:
-    """For newest-first sorting: a log that vanished meanwhile sorts last, never raises."""
-    try:
-        return path.stat().st_mtime
-    except OSError:
-        return 0.0
-
-
-def same_workspace(recorded: str, want: Path) -> bool:
-    """Whether a log's recorded workspace (untrusted text: it may hold a NUL, be a loop of
-    links) is the folder `want`."""
-    if not recorded:
-        return False
-    try:
-        return Path(recorded).resolve() == want.resolve()
-    except (OSError, ValueError, RuntimeError):
-        return False
 
 
 def _use_id(use: dict[str, Any], index: int) -> str:
@@ -149,27 +124,9 @@ def resume_notes(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
     return rebuilt.history, notes
 
 
-def _first_start(path: Path) -> ev.SessionStart | None:
-    for lineno, rec in read_records(path):
-        if isinstance(rec, BadLine):
-            continue
-        item = to_event(lineno, rec)
-        return item if isinstance(item, ev.SessionStart) else None
-    return None
-
-
 def latest_log_for(settings: Settings, workspace: Path) -> Path:
     """The most recently written log in the sessions folder whose session_start names this
-    workspace."""
-    folder = sessions_dir(settings)
-    want = workspace.resolve()
-    logs = sorted(folder.glob("*.jsonl"), key=mtime, reverse=True) if folder.is_dir() else []
-    for path in logs:
-        try:
-            start = _first_start(path)
-        except (LogError, OSError, ValueError, RecursionError):
-            continue  # one bad log never hides the others
-        if start is not None and same_workspace(start.workspace, want):
-            return path
-    raise LogError(f"No saved session for workspace {want} in {folder}; start one with "
-                   "`agent-cli chat`, or name a log with --resume LOG.")
+    workspace (log_store holds the search)."""
+    from agent_cli.log_store import latest_for
+
+    return latest_for(settings, workspace)

@@ -6,8 +6,6 @@ build one directly with a scripted provider. Nothing here knows about the termin
 
 from __future__ import annotations
 
-import secrets
-import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from agent_cli import __version__
 from agent_cli import events as ev
 from agent_cli.approval import Approver, Gate
-from agent_cli.config import Settings, home
+from agent_cli.config import Settings
 from agent_cli.context import ContextBudget
 from agent_cli.errors import UsageError
 from agent_cli.loop import Limits, Loop, TurnResult
@@ -62,9 +60,9 @@ def make_provider(settings: Settings) -> Provider:
 
 
 def default_log_path(settings: Settings) -> Path:
-    folder = Path(settings.log_dir).expanduser() if settings.log_dir else home() / "sessions"
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    return folder / f"{stamp}-{secrets.token_hex(3)}.jsonl"
+    from agent_cli.log_store import new_log_path
+
+    return new_log_path(settings)
 
 
 def limits_of(settings: Settings) -> Limits:
@@ -103,8 +101,11 @@ def _guard_own_state(settings: Settings, log_path: Path, *, default_folder: bool
     from agent_cli.tools.paths import protect
 
     protect({**own_state(settings), log_path: "this session's log"})
+    from agent_cli.config import home
+    from agent_cli.log_store import sessions_dir
+
     private_dir(home())
-    private_dir(Path(settings.log_dir).expanduser() if settings.log_dir else home() / "sessions")
+    private_dir(sessions_dir(settings))
     if default_folder:
         private_dir(log_path.parent)
 
@@ -187,7 +188,8 @@ class Session:
 
     def clear(self) -> None:
         self.history.clear()
-        self.emit(ev.Notice(message="conversation cleared", kind="clear"))
+        self.emit(ev.Notice(message="Conversation cleared; the log keeps everything.",
+                            kind="clear"))
 
     def close(self, reason: str = "exit") -> None:
         if self._closed:

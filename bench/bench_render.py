@@ -4,6 +4,9 @@
    Rich console writing to memory (force_terminal, width 100): CPU time for 10 KB and 100 KB.
    The ratio must be about 10 (linear): no re-rendering of the whole answer on each delta.
 2. The approval panel for a call with a 1 MB argument (many lines, then one single line).
+3. The same answers through the REPL's TerminalView with Markdown on: streamed live (the tail
+   of the text in a transient live region), then rendered once as Markdown when complete; and
+   the final Markdown render alone (SafeMarkdown: sanitise, parse, highlight, lay out).
 
 Usage: python bench/bench_render.py [--repeat R] [--delta 8]
 """
@@ -86,6 +89,31 @@ def stream_cpu(text: str, delta: int) -> tuple[float, int]:
     return cpu, len(con.file.getvalue())  # type: ignore[attr-defined]
 
 
+def view_cpu(text: str, delta: int) -> tuple[float, float]:
+    """(CPU seconds for the whole streamed-then-rendered answer through TerminalView, CPU
+    seconds for the final Markdown render alone)."""
+    from agent_cli import events as ev
+    from agent_cli.ui.markdown import render_answer
+    from agent_cli.ui.render import Renderer
+    from agent_cli.ui.status import TerminalView
+
+    con = console()
+    view = TerminalView(Renderer(con), con, markdown=True)  # type: ignore[arg-type]
+    pieces = [text[i:i + delta] for i in range(0, len(text), delta)]
+    reply = ev.ModelReply(content=[{"type": "text", "text": text}], stop_reason="end_turn",
+                          usage={}, model="bench")
+    start = time.process_time()
+    view(ev.UserMessage(text="go"))
+    for piece in pieces:
+        view(ev.TextDelta(piece))
+    view(reply)
+    view.stop()
+    whole = time.process_time() - start
+    start = time.process_time()
+    console().print(render_answer(text))  # type: ignore[attr-defined]
+    return whole, time.process_time() - start
+
+
 def panel_cpu(value: str) -> tuple[float, int]:
     """CPU seconds to build and print the approval panel for a write_file call holding `value`."""
     from agent_cli.approval import ApprovalRequest
@@ -139,6 +167,17 @@ def main(argv: list[str] | None = None) -> int:
             t, w = panel_cpu(value)
             stats.add(t)
         print(f"  {label}: {stats.fmt('s', 2)}; {w // 1000} KB of terminal output")
+
+    header(f"3. Markdown answers through TerminalView ({args.delta}-character deltas, CPU time)")
+    view_cpu(markdown(2000), args.delta)  # warm-up: markdown-it, pygments
+    for n in sizes:
+        whole, final = Stats(), Stats()
+        for _ in range(max(1, args.repeat // 2)):
+            a, b = view_cpu(markdown(n), args.delta)
+            whole.add(a)
+            final.add(b)
+        print(f"  {n // 1000:>4} KB: streamed + rendered {whole.fmt('ms', 0)}; final Markdown "
+              f"render alone {final.fmt('ms', 0)}")
     print(f"peak RSS of this process: {_peak():.0f} MB")
     return 0
 

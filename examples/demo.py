@@ -24,6 +24,7 @@ import importlib.util
 import os
 import re
 import select
+import shlex
 import shutil
 import signal
 import sys
@@ -180,6 +181,19 @@ def child_env(root: Path) -> dict[str, str]:
     return env
 
 
+def agent_cli_command() -> str:
+    """How to call agent-cli from the user's shell, so the printed commands work as printed:
+    `agent-cli` when that is the one installed for this Python, else its full path (a
+    virtualenv that is not activated), else `python -m agent_cli`."""
+    here = Path(sys.executable).parent / "agent-cli"
+    found = shutil.which("agent-cli")
+    if found and here.exists() and Path(found).resolve() == here.resolve():
+        return "agent-cli"
+    if here.exists():
+        return shlex.quote(str(here))
+    return f"{shlex.quote(sys.executable)} -m agent_cli"
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         import pty
@@ -257,10 +271,16 @@ def run(args: argparse.Namespace) -> int:
         print(notes.read_text(encoding="utf-8"))
     else:
         print(f"notes.txt was not written ({notes}): the call was denied.\n")
+    cli = agent_cli_command()
     print(f"Session log: {log}")
-    print(f"  show it again:  agent-cli replay {log}")
-    print(f"  check it:       agent-cli log verify {log}")
-    print(f"  try it yourself: agent-cli chat --script {SCRIPT} --workspace {workspace}")
+    print(f"  show it again:  {cli} replay {shlex.quote(str(log))}")
+    print(f"  check it:       {cli} log verify {shlex.quote(str(log))}")
+    print(f"  try it yourself: {cli} chat --script {shlex.quote(str(SCRIPT))} --workspace "
+          f"{shlex.quote(str(workspace))}")
+    if cli != "agent-cli":
+        print("  (agent-cli is not on your PATH: `pipx install .` or `uv tool install .` puts "
+              "it there; or activate the virtualenv: source "
+              f"{shlex.quote(str(Path(sys.executable).parent / 'activate'))})")
     if code != 0:
         print(f"agent-cli exited with status {code}.", file=sys.stderr)
         return code

@@ -112,9 +112,11 @@ def test_cli_run_full_conversation(fake: FakeAnthropic, workspace: Path) -> None
              text_reply("24 x 17 = 408, and your notes say to remember the milk."))
     proc = run_cli(["do the thing", "--workspace", str(workspace)], fake)
     no_traceback(proc)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "Let me look at your notes and do some sums." in proc.stdout
-    assert "24 x 17 = 408" in proc.stdout
+    assert proc.returncode == 7, proc.stdout + proc.stderr  # done, but its write was denied
+    # stdout is not a terminal: only the answer there, the way there on stderr
+    assert proc.stdout == "24 x 17 = 408, and your notes say to remember the milk.\n"
+    assert "Let me look at your notes and do some sums." in proc.stderr
+    assert "write call(s) were denied" in proc.stderr
     assert fake.pending == 0
     assert len(fake.requests) == 3, "the 529 was retried once"
     first, overloaded, retried = fake.requests
@@ -139,7 +141,7 @@ def test_cli_jsonl_output_is_the_event_stream(fake: FakeAnthropic, workspace: Pa
     proc = run_cli(["multiply", "--workspace", str(workspace), "--output", "jsonl",
                     "--log", str(log)], fake)
     no_traceback(proc)
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 7, proc.stderr  # finished, with its write denied (no terminal)
     lines = proc.stdout.splitlines()
     events = [ev.parse_event(line) for line in lines]
     types = [e.type for e in events]
@@ -167,7 +169,7 @@ def test_cli_exit_3_when_max_turns_is_hit(fake: FakeAnthropic, workspace: Path) 
     no_traceback(proc)
     assert proc.returncode == 3
     assert len(fake.requests) == 2
-    assert "--max-turns" in proc.stdout
+    assert "--max-turns" in proc.stderr
 
 
 def test_cli_exit_4_on_401_with_a_sentence_about_the_key(fake: FakeAnthropic,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -38,6 +39,19 @@ def test_demo_runs_to_the_end_and_writes_notes(tmp_path: Path) -> None:
     assert results["multiply"]["content"] == "408"
     assert [e["reason"] for e in events if e["type"] == "turn_end"] == ["end_turn"]
     assert events[-1]["type"] == "session_end"
+    # the follow-up commands it prints work as printed, in a shell whose PATH may lack agent-cli
+    import shlex
+
+    shown = [line.split(":", 1)[1].strip() for line in output.splitlines()
+             if line.strip().startswith(("show it again:", "check it:"))]
+    assert len(shown) == 2, output
+    env = {k: v for k, v in os.environ.items() if k != "AGENT_CLI_HOME"}
+    env["PATH"] = "/usr/bin:/bin"
+    for command in shown:
+        ran = subprocess.run(shlex.split(command), cwd=tmp_path, env=env, capture_output=True,
+                             text=True, timeout=120)
+        assert ran.returncode == 0, (command, ran.stdout, ran.stderr)
+    assert "activate" in output or "agent-cli replay" in output
 
 
 def test_demo_refuses_a_folder_that_already_holds_a_run(tmp_path: Path) -> None:

@@ -229,8 +229,10 @@ def test_renderer_streams_text_and_shows_calls_and_results() -> None:
     ])
     assert "Let me check.\n" in plain
     assert 'read_file {"path": "a.txt"}' in plain
-    assert "row 0" in plain and "row 5" in plain and "row 6" not in plain
-    assert "+14 more lines" in plain
+    # head and tail (errors come at the end), the cut counted
+    assert "row 0" in plain and "row 3" in plain and "row 4" not in plain
+    assert "row 16" in plain and "row 19" in plain and "row 15" not in plain
+    assert "+12 more lines" in plain
     assert_only_sgr(raw)
 
 

@@ -261,3 +261,47 @@ def test_history_is_a_file_unless_it_cannot_be_written(tmp_path: Path) -> None:
     folder = tmp_path / "history"
     folder.mkdir()  # a folder where the history file should be
     assert isinstance(repl.open_history(folder), InMemoryHistory)
+
+
+def test_clear_says_so_once(rig: Callable[..., Rig]) -> None:
+    r = rig([end_turn("first answer")])
+    out = r.run(["hello", "/clear"])
+    assert out.lower().count("conversation cleared") == 1, out
+
+
+def test_show_prints_a_result_whole_or_says_what_exists(rig: Callable[..., Rig]) -> None:
+    r = rig()
+    out = r.run(["/show 3"])
+    assert "No tool result 3; this session has 0." in out
+    content = "\n".join(f"line {i} \x1b[31m" for i in range(50))
+    # the REPL's own sink sees every result the session emits
+    r.session.emit(ev.ToolResultEvent(id="toolu_x", name="read_file", is_error=False,
+                                      content=content))
+    for key in ("1", "last", "toolu_x"):
+        whole = shown(recording_console(), repl.dispatch(r.session, f"/show {key}"))
+        assert all(f"line {i} \\x1b[31m" in whole for i in range(50)), key
+    raw = recording_console()
+    raw.print(repl.dispatch(r.session, "/show 1"))
+    assert "\x1b[31m" not in raw.file.getvalue()  # type: ignore[attr-defined]
+
+
+def test_an_unanswered_message_is_taken_back_not_merged() -> None:
+    history: list[dict[str, Any]] = [
+        {"role": "user", "content": [{"type": "text", "text": "a"}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "b"}]},
+        {"role": "user", "content": [{"type": "text", "text": "lost"}]}]
+    assert repl.retract_unanswered(history, "lost")
+    assert [m["role"] for m in history] == ["user", "assistant"]
+    # after tool results the text joined them: only the text goes
+    history.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t",
+                                                 "content": "x"},
+                                                {"type": "text", "text": "lost"}]})
+    assert repl.retract_unanswered(history, "lost")
+    assert history[-1]["content"] == [{"type": "tool_result", "tool_use_id": "t", "content": "x"}]
+    assert not repl.retract_unanswered(history, "lost")  # an answered turn is left alone
+
+
+def test_retry_with_nothing_to_retry(rig: Callable[..., Rig]) -> None:
+    r = rig([end_turn("fine")])
+    out = r.run(["hello", "/retry"])
+    assert "Nothing to retry" in out

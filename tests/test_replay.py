@@ -94,7 +94,8 @@ def replay_text(log: Path, **kw: Any) -> str:
     return out
 
 
-REPLAY_ONLY = re.compile(r"^(› |Run .*\? \[y/N\] |\(session ended|replay of |agent-cli · )")
+REPLAY_ONLY = re.compile(r"^(── turn \d+ ──$|› |Run .*\? \[y/N\] |\(session ended|replay of "
+                         r"|agent-cli · )")
 
 
 def test_replay_shows_what_the_live_terminal_showed(tmp_path: Path) -> None:
@@ -302,8 +303,9 @@ def test_rerun_needs_an_explicit_workspace_and_its_own_log(tmp_path: Path) -> No
     assert result.exit_code == 2 and "--workspace" in result.output
     before = log.read_bytes()
     same = runner.invoke(app, ["replay", str(log), "--rerun", "--workspace", str(tmp_path),
-                               "--log", str(log)])
+                               "--rerun-log", str(log)])
     assert same.exit_code == 2 and log.read_bytes() == before
+    assert "--rerun-log must name a new file" in " ".join(same.output.split())
 
 
 def test_reuse_approvals_refuses_a_log_that_fails_verification(tmp_path: Path) -> None:

@@ -247,7 +247,8 @@ def test_hostile_log_is_inert_in_chromium(chromium: str, tmp_path: Path,
     assert "characters cut from the middle of this output" in shown  # the loop's cap, stated
     assert "<script>bad utf8</script>" in shown  # the forged line is shown as text...
     first_bad = log.read_bytes().count(b"\n") - 1  # the two raw lines hostile_log appended
-    assert f"hash chain BROKEN: line {first_bad}" in shown  # ...and the export says where the chain breaks
+    # ...and the export says where the chain breaks
+    assert f"hash chain BROKEN: line {first_bad}" in shown
     assert "skipped a bad log line" in shown
     assert hits == []
 

@@ -10,16 +10,20 @@ EXIT_FAULT = 1
 
 
 def register(app: typer.Typer) -> None:
-    from agent_cli.cli import Common, guarded, with_common
+    from agent_cli.cli import Common, guarded, with_options
+    from agent_cli.commands.help import App
 
-    log_app = typer.Typer(help="Check and list session logs.", no_args_is_help=True,
+    log_app = App(help="Check and list session logs.", no_args_is_help=True,
                           add_completion=False, rich_markup_mode=None)
 
     @log_app.command("verify")
     @guarded
+    @with_options("config")
     def verify_cmd(
-        file: Annotated[Path, typer.Argument(metavar="LOG",
-                                             help="The session log (.jsonl) to check.")],
+        common: Common,
+        log_arg: Annotated[str, typer.Argument(
+            metavar="LOG", help="The session log to check: a path, a file name from `agent-cli "
+            "log list`, or its id.")],
     ) -> None:
         """Check the hash chain of a log. Exit 0: intact (a torn last line from a crash is only a
         warning); 1: a line was edited, dropped, inserted or reordered; 2: the file cannot be
@@ -34,6 +38,9 @@ def register(app: typer.Typer) -> None:
 
         out = Console(highlight=False)
         err = Console(stderr=True, highlight=False)
+        from agent_cli.log_store import resolve
+
+        file = resolve(log_arg, common.settings())
         try:
             key = log_key(create=False)
             result = verify(file, key=key)
@@ -60,11 +67,11 @@ def register(app: typer.Typer) -> None:
         raise typer.Exit(EXIT_OK)
 
     @log_app.command("list")
-    @with_common
+    @with_options("workspace", "config")
     @guarded
     def list_cmd(
         common: Common,
-        limit: Annotated[int, typer.Option("--limit", "-n", min=1,
+        limit: Annotated[int, typer.Option("--limit", "-n", metavar="N",
                                            help="How many sessions to show.")] = 20,
     ) -> None:
         """Recent sessions, newest first: start time, workspace, first prompt, and counts of
@@ -74,11 +81,14 @@ def register(app: typer.Typer) -> None:
         from rich.console import Console
         from rich.table import Table
 
+        from agent_cli.errors import UsageError
+        from agent_cli.log_store import log_id, sessions_dir
         from agent_cli.replay import list_sessions
-        from agent_cli.resume import sessions_dir
         from agent_cli.safe_text import one_line
         from agent_cli.ui.safe_rich import safe
 
+        if limit < 1:
+            raise UsageError("--limit takes a number of sessions, 1 or more.")
         console = Console(highlight=False)
         settings = common.settings()
         workspace = common.workspace_dir() if common.workspace is not None else None
@@ -87,18 +97,22 @@ def register(app: typer.Typer) -> None:
             console.print(safe(f"No sessions in {sessions_dir(settings)}.", "dim"))
             return
         table = Table(box=None, header_style="bold", padding=(0, 1))
-        for name in ("started (UTC)", "workspace", "first prompt", "calls", "approved",
-                     "denied", "log"):
+        for name in ("started (UTC)", "kind", "workspace", "first prompt", "calls",
+                     "approved", "denied", "log"):
             kw: dict[str, Any] = {"justify": "right"} if name in ("calls", "approved",
                                                                   "denied") else {}
             table.add_column(name, overflow="fold", **kw)
         for s in sessions:
             started = time.strftime("%Y-%m-%d %H:%M", time.gmtime(s.started)) if s.started \
                 else "?"
-            table.add_row(safe(started), safe(one_line(s.workspace)),
+            table.add_row(safe(started), safe(s.kind), safe(one_line(s.workspace)),
                           safe(one_line(s.first_prompt, 60)), f"{s.calls:d}", f"{s.approved:d}",
                           f"{s.denied:d}", safe(s.path.name))
         console.print(table)
+        console.print(safe(f"LOG (for replay, chat --resume, log verify): a path, a name above, "
+                           f"or its id (the 6 characters before .jsonl, e.g. "
+                           f"{log_id(sessions[0].path)}). Folder: {sessions_dir(settings)}",
+                           "dim"))
         from agent_cli.undo.prune import size_line
 
         console.print(safe(size_line(), "dim"))

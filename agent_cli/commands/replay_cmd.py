@@ -2,9 +2,12 @@
 
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 EXIT_OK = 0
 EXIT_DRIFT = 1
@@ -12,24 +15,30 @@ EXIT_USAGE = 2
 
 
 def register(app: typer.Typer) -> None:
-    from agent_cli.cli import Common, fail, guarded, with_common
+    from agent_cli.cli import Common, fail, guarded, with_options
 
     @app.command()
-    @with_common
+    @with_options("workspace", "tools_dir", "config")
     @guarded
     def replay(
         common: Common,
-        log_file: Annotated[Path, typer.Argument(metavar="LOG",
-                                                 help="The session log (.jsonl).")],
+        log_arg: Annotated[Optional[str], typer.Argument(  # noqa: UP045 (typer needs Optional)
+            metavar="LOG", help="The session log: a path, a file name from `agent-cli log "
+            "list`, or its id.")] = None,
+        last: Annotated[bool, typer.Option(
+            "--last", help="The newest session of this workspace (--workspace DIR, default "
+            "the current folder).")] = False,
         turns: Annotated[Optional[str], typer.Option(  # noqa: UP045 (typer needs Optional)
-            "--turns", help="Only these turns: N, N-M, N- or -M (turn N starts at the Nth "
+            "--turns", metavar="N-M",
+            help="Only these turns: N, N-M, N- or -M (turn N starts at the Nth "
             "user message).")] = None,
         tools_only: Annotated[bool, typer.Option(
             "--tools-only", help="Only tool calls: panels, decisions and results.")] = False,
         output: Annotated[str, typer.Option(
-            "--output", "-o", help="text: as the terminal showed it; markdown: a readable "
-            "export; jsonl: the records themselves; html: one self-contained page to share "
-            "(inert: no script, no links, no network).")] = "text",
+            "--output", "-o", metavar="FORMAT",
+            help="text: as the terminal showed it; markdown: a readable export; jsonl: the "
+            "records themselves; html: one self-contained page to share (inert: no script, no "
+            "links, no network).")] = "text",
         rerun: Annotated[bool, typer.Option(
             "--rerun", help="Feed the recorded model replies back and run the tools again in "
             "--workspace (write calls ask again); report results that differ. Exit 1 on "
@@ -37,13 +46,20 @@ def register(app: typer.Typer) -> None:
         reuse_approvals: Annotated[bool, typer.Option(
             "--reuse-approvals", help="With --rerun: approve a call without asking only when "
             "you approved the byte-identical call in the recording.")] = False,
+        rerun_log: Annotated[Optional[Path], typer.Option(  # noqa: UP045
+            "--rerun-log", metavar="FILE", help="With --rerun: where the rerun's own session "
+            "log goes (default: a new log in the sessions folder).")] = None,
     ) -> None:
         """Show a saved session again: user turns, model text, each approval panel with the
         decision taken, and the results. Never runs a tool or calls a model (unless --rerun)."""
         from rich.console import Console
 
+        from agent_cli import log_store
         from agent_cli import replay as rp
 
+        settings = common.settings()
+        log_file = log_store.resolve_optional(log_arg, last, settings, common.workspace_dir())
+        common.log = rerun_log
         if output not in ("text", "markdown", "jsonl", "html"):
             raise fail("--output must be text, markdown, jsonl or html.", EXIT_USAGE)
         if reuse_approvals and not rerun:
@@ -53,7 +69,7 @@ def register(app: typer.Typer) -> None:
                 raise fail("--rerun runs the tools again: name the folder with --workspace DIR "
                            "(a copy of the original workspace is best).", EXIT_USAGE)
             if common.log is not None and common.log.resolve() == log_file.resolve():
-                raise fail("--log must name a new file for the rerun's own log, not the "
+                raise fail("--rerun-log must name a new file for the rerun's own log, not the "
                            "recording.", EXIT_USAGE)
             if turns is not None or tools_only or output != "text":
                 raise fail("--rerun replays whole sessions; drop --turns, --tools-only and "
@@ -61,6 +77,12 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(_rerun(common, log_file, reuse_approvals))
         span = rp.parse_turns(turns)
         err = Console(stderr=True, highlight=False)
+        _warn_if_chain_fails(log_file, err)
+        if span is not None:
+            total = rp.count_turns(log_file)
+            if span[0] > total:
+                raise fail(f"--turns {turns}: this log has {total} turn"
+                           f"{'' if total == 1 else 's'} (1-{total}).", EXIT_USAGE)
 
         def on_bad(message: str) -> None:
             from agent_cli.ui.safe_rich import safe
@@ -85,6 +107,23 @@ def register(app: typer.Typer) -> None:
         rp.show(log_file, view, turns=span, tools_only=tools_only, on_bad=on_bad)
         sys.stdout.flush()
         raise typer.Exit(EXIT_OK)
+
+    def _warn_if_chain_fails(log_file: Path, err: "Console") -> None:
+        """A replay of a log whose chain does not verify starts with a warning: what follows may
+        have been edited."""
+        from agent_cli.errors import LogError
+        from agent_cli.session_log import verify
+        from agent_cli.ui.safe_rich import safe
+
+        try:
+            result = verify(log_file)
+        except LogError:
+            return
+        if result.fault is not None:
+            err.print(safe(f"warning: the hash chain of this log does not verify "
+                           f"({result.fault}); what follows may have been edited. Run "
+                           f"`agent-cli log verify {log_file}` for details.", "bold yellow"),
+                      soft_wrap=True)
 
     def _rerun(common: Common, log: Path, reuse: bool) -> int:
         from rich.console import Console

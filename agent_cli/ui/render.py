@@ -50,7 +50,7 @@ class Renderer:
         match event:
             case ev.TextDelta():
                 self._streaming = True
-                c.print(safe(event.text, collapse_padding=False), end="")
+                c.print(safe(event.text, collapse_padding=False), end="", soft_wrap=True)
             case ev.ModelReply():
                 self._end_stream()
             case ev.ToolProposed():
@@ -91,13 +91,14 @@ class Renderer:
     def _result(self, event: ev.ToolResultEvent) -> None:
         # split on "\n" only: str.splitlines would also break at \r, \f, \v, \x1c-\x1e, \x85 and
         # U+2028/9, turning hidden characters into line breaks instead of visible tokens
-        lines = event.content.removesuffix("\n").split("\n")
-        head = "\n".join(lines[:RESULT_PREVIEW_LINES])
+        from agent_cli.ui.status import head_tail  # head and tail: errors are at the end
+
+        shown, cut = head_tail(event.content)
         mark = Text("  ✗ ", style="red") if event.is_error else Text("  ✓ ", style="green")
-        body = safe(head, "red" if event.is_error else "dim")
+        body = safe(shown, "red" if event.is_error else "dim")
         self.console.print(mark + body)
-        if len(lines) > RESULT_PREVIEW_LINES:
-            self.console.print(Text(f"    (+{len(lines) - RESULT_PREVIEW_LINES:,} more lines, "
+        if cut:
+            self.console.print(Text(f"    (+{cut} more lines, "
                                     f"{event.duration:.2f} s)", style="dim"))
 
 

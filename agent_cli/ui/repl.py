@@ -8,6 +8,7 @@ error results); Ctrl-D leaves.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,14 +26,17 @@ if TYPE_CHECKING:
     from prompt_toolkit.history import History
 
     from agent_cli.session import Session
+    from agent_cli.ui.keys import EscWatcher
+    from agent_cli.ui.status import TerminalView
 
 PROMPT = "› "
 
 KEYS = """\
 Type a message and press Enter to send it.
   New line inside a message: Alt-Enter (or Esc then Enter), or Ctrl-J.
-  Ctrl-C while the model replies or a tool runs: cancel that turn (every pending call is
-  answered "interrupted") and come back here. Ctrl-C at the prompt clears the line.
+  Esc or Ctrl-C while the model replies or a tool runs: cancel that turn (every pending call
+  is answered "interrupted") and come back here. Ctrl-C at the prompt clears the line.
+  A message that got no answer (an error, an interrupt) is not kept: /retry sends it again.
   Ctrl-D or /exit: leave. Up and Down walk through earlier messages (kept across sessions).
 Calls that only read run at once. Calls with effects show a panel: type y (or yes) to run
 that one call; Enter, anything else, Ctrl-C or Ctrl-D deny it. Add a reason after n
@@ -40,6 +44,50 @@ that one call; Enter, anything else, Ctrl-C or Ctrl-D deny it. Add a reason afte
 
 EXIT = object()
 """Returned by a command to end the REPL."""
+
+
+class Retry:
+    """Returned by /retry: the REPL sends `text` as the next message."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+class TurnState:
+    """A sink remembering what /show and /retry need: every tool result (numbered), the kind of
+    the last error, and the message that got no answer."""
+
+    def __init__(self) -> None:
+        from agent_cli.ui.status import ResultStore
+
+        self.results = ResultStore()
+        self.last_error: str | None = None
+        self.unsent: str | None = None
+
+    def __call__(self, event: ev.AnyEvent) -> None:
+        self.results(event)
+        if isinstance(event, ev.ErrorEvent):
+            self.last_error = event.kind
+        elif isinstance(event, ev.UserMessage):
+            self.last_error = None
+
+
+def retract_unanswered(history: list[dict[str, Any]], text: str) -> bool:
+    """Take back a message the model never answered (the request failed or was interrupted), so it
+    is not silently merged into the next one. True when it was taken back."""
+    if not history or history[-1].get("role") != "user":
+        return False
+    content = history[-1].get("content")
+    if not isinstance(content, list) or not content:
+        return False
+    block = content[-1]
+    if not (isinstance(block, dict) and block.get("type") == "text" and block.get("text") == text):
+        return False
+    if len(content) == 1:
+        history.pop()
+    else:
+        history[-1] = {**history[-1], "content": content[:-1]}
+    return True
 
 Command = Callable[["Session", str], "RenderableType | object | None"]
 
@@ -87,12 +135,42 @@ def cmd_tools(session: Session, arg: str) -> RenderableType:
     return table
 
 
-def cmd_clear(session: Session, arg: str) -> RenderableType:
+def cmd_clear(session: Session, arg: str) -> None:
     """Forget the conversation so far (the log keeps it).
 
     Starts afresh without losing the record."""
-    session.clear()
-    return Text("Conversation cleared; the log keeps everything.", style="dim")
+    session.clear()  # its notice says so, once (the renderer shows it)
+    return None
+
+
+def _turn_state(session: Session) -> TurnState | None:
+    for sink in session.sinks:
+        if isinstance(sink, TurnState):
+            return sink
+    return None
+
+
+def cmd_show(session: Session, arg: str) -> RenderableType:
+    """Print one tool result whole: /show N (as numbered on screen), /show last, or /show ID.
+
+    The screen shows head and tail of long results; the full text is kept."""
+    from agent_cli.ui.status import show_result
+
+    state = _turn_state(session)
+    found = state.results.find(arg) if state is not None else None
+    if found is None:
+        count = len(state.results.results) if state is not None else 0
+        return Text(f"No tool result {arg or 'yet'}; this session has {count}. "
+                    "Use /show N, /show last or /show ID.", style="yellow")
+    return show_result(found)
+
+
+def cmd_retry(session: Session, arg: str) -> object:
+    """Send again the last message that failed or was interrupted before the model answered."""
+    state = _turn_state(session)
+    if state is None or state.unsent is None:
+        return Text("Nothing to retry: the last message got its answer.", style="yellow")
+    return Retry(state.unsent)
 
 
 def cmd_log(session: Session, arg: str) -> RenderableType:
@@ -162,6 +240,8 @@ COMMANDS: dict[str, Command] = {
     "/help": cmd_help,
     "/tools": cmd_tools,
     "/clear": cmd_clear,
+    "/retry": cmd_retry,
+    "/show": cmd_show,
     "/log": cmd_log,
     "/usage": cmd_usage,
     "/model": cmd_model,
@@ -277,10 +357,15 @@ def banner(session: Session) -> Text:
                          ("Type /help for keys and commands. Ctrl-D to leave.", "dim"))
 
 
-def run_repl(session: Session, console: Console, read: Callable[[], str]) -> None:
-    """Read, send, repeat. `read` raises EOFError to leave and KeyboardInterrupt to drop a line."""
+def run_repl(session: Session, console: Console, read: Callable[[], str], *,
+             keys: EscWatcher | None = None, view: TerminalView | None = None) -> None:
+    """Read, send, repeat. `read` raises EOFError to leave and KeyboardInterrupt to drop a line.
+    `keys` (Esc interrupts) is active while a turn runs; `view` (spinner, live answer) is
+    stopped whenever the turn leaves."""
     answered = _ResultIds()
+    state = TurnState()
     session.sinks.append(answered)
+    session.sinks.append(state)
     console.print(banner(session))
     while True:
         try:
@@ -299,16 +384,36 @@ def run_repl(session: Session, console: Console, read: Callable[[], str]) -> Non
                 continue
             if out is EXIT:
                 break
-            if out is not None:
-                console.print(as_shown(out))
-            continue
+            if isinstance(out, Retry):
+                line = out.text
+            else:
+                if out is not None:
+                    console.print(as_shown(out))
+                continue
         answered.ids.clear()
+        state.unsent = None
+        reason = "interrupted"
         try:
-            session.send(line)
+            with keys.active() if keys is not None else contextlib.nullcontext():
+                reason = session.send(line).reason
         except KeyboardInterrupt:
+            if view is not None:
+                view.stop()
             settle_interrupted_turn(session, answered.ids)
         except AgentError as e:
+            reason = "error"
             console.print(safe(str(e), "bold red"))
+        finally:
+            if view is not None:
+                view.stop()
+        if reason in ("error", "interrupted") and retract_unanswered(session.history, line):
+            state.unsent = line
+            hint = ("The API refused the request because of the conversation's content: "
+                    "/retry sends your message again, /clear starts afresh (the log keeps "
+                    "everything)." if state.last_error == "bad_request" else
+                    "Your message got no answer and is not kept in the conversation; /retry "
+                    "sends it again.")
+            console.print(Text(hint, style="yellow"))
         if session.usage.turn_line():
             console.print(safe(session.usage.turn_line(), "dim"))
     console.print(Text.assemble(("Session log: ", "dim"), safe(str(session.log_path), "dim")))

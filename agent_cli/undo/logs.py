@@ -46,7 +46,7 @@ def trusted_sets(path: Path) -> list[ChangeSet]:
 
 def resolve_log(name: str, settings: Settings) -> Path:
     """A path, or the file name of a log in the sessions folder (with or without .jsonl)."""
-    from agent_cli.resume import sessions_dir
+    from agent_cli.log_store import sessions_dir
 
     given = Path(name).expanduser()
     if given.is_file():
@@ -60,7 +60,7 @@ def resolve_log(name: str, settings: Settings) -> Path:
 
 def latest_with_undo(settings: Settings, workspace: Path) -> Path:
     """The newest log of this workspace that has something left to undo."""
-    from agent_cli.resume import sessions_dir
+    from agent_cli.log_store import sessions_dir
 
     folder = sessions_dir(settings)
     want = workspace.resolve()

@@ -62,7 +62,7 @@ class Pruned:
 
 def prune(settings: Settings, older_than_s: float, now: float | None = None,
           store: Store | None = None) -> Pruned:
-    from agent_cli.resume import sessions_dir
+    from agent_cli.log_store import sessions_dir
 
     cutoff = (now if now is not None else time.time()) - older_than_s
     folder = sessions_dir(settings)

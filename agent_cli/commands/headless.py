@@ -1,0 +1,151 @@
+"""`agent-cli run`: one task, no REPL, made for scripts and pipes.
+
+stdout carries only the result (the answer as text, one JSON object, or the event stream); what
+happened on the way (tool calls, notices, errors) goes to stderr, so `agent-cli run ... > out.md`
+or `| jq` get clean data. The prompt may come from stdin (`agent-cli run -`).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import TYPE_CHECKING
+
+from agent_cli import events as ev
+from agent_cli.errors import UsageError
+
+if TYPE_CHECKING:
+    from agent_cli.approval import Approver
+    from agent_cli.cli import Common
+    from agent_cli.session import Sink
+
+OUTPUTS = ("text", "json", "jsonl")
+
+
+class Outcome:
+    """What the scripts want to know at the end: denied call ids and the turn's usage."""
+
+    def __init__(self) -> None:
+        self.denied: list[str] = []
+        self.usage: dict[str, int] = {}
+
+    def __call__(self, event: ev.AnyEvent) -> None:
+        if isinstance(event, ev.Approval) and event.decision == "denied":
+            self.denied.append(event.id)
+        elif isinstance(event, ev.TurnEnd):
+            self.usage = dict(event.usage)
+
+
+def without_text(sink: Sink) -> Sink:
+    """A renderer for stderr: everything but the answer (that goes to stdout, once). Text the
+    model wrote along with tool calls ("Let me look at the tests") is a trace: it stays."""
+    held: list[ev.AnyEvent] = []
+
+    def forward(event: ev.AnyEvent) -> None:
+        if isinstance(event, ev.TextDelta):
+            held.append(event)
+            return
+        if isinstance(event, ev.ModelReply):
+            if any(b.get("type") == "tool_use" for b in event.content):
+                for delta in held:
+                    sink(delta)
+            held.clear()
+        sink(event)
+
+    return forward
+
+
+def read_prompt(prompt: str) -> str:
+    if prompt != "-":
+        return prompt
+    text = sys.stdin.read()
+    if not text.strip():
+        raise UsageError("`agent-cli run -` reads the prompt from stdin, and stdin was empty; "
+                         "pipe the task in (echo 'fix the tests' | agent-cli run -).")
+    return text
+
+
+def run_headless(common: Common, prompt: str, output: str, plain: bool) -> int:
+    from rich.console import Console
+
+    from agent_cli.approval import NonInteractiveApprover
+    from agent_cli.cli import (
+        EXIT_DENIED,
+        EXIT_INTERRUPTED,
+        EXIT_OK,
+        EXIT_USAGE,
+        TURN_EXIT,
+        build_session,
+        fail,
+    )
+    from agent_cli.safe_text import sanitize
+    from agent_cli.ui.render import Renderer, StatusOnly
+
+    if output not in OUTPUTS:
+        raise fail("--output must be text, json or jsonl.", EXIT_USAGE)
+    from_stdin = prompt == "-"
+    text = read_prompt(prompt)
+    to_terminal = output == "text" and sys.stdout.isatty()
+    err = Console(highlight=False, stderr=True, soft_wrap=True)
+    approver: Approver
+    if sys.stdin.isatty():
+        from agent_cli.ui.panel import TerminalApprover
+
+        approver = TerminalApprover(Console(highlight=False, stderr=True))
+    else:
+        approver = NonInteractiveApprover()
+    outcome = Outcome()
+    sinks: list[Sink] = [outcome]
+    if to_terminal:
+        from agent_cli.ui.status import TerminalView
+
+        console = Console(highlight=False)
+        sinks.append(TerminalView(Renderer(console), console, markdown=not plain))
+    elif output == "jsonl":
+        sinks.append(StatusOnly(err))
+    else:
+        sinks.append(without_text(Renderer(err)))
+    from agent_cli.signals import EndingApprover, TerminationSignals
+
+    signals = TerminationSignals()
+    session = build_session(common, console=err, approver=EndingApprover(approver, signals),
+                            sinks=sinks)
+    if output == "jsonl":
+        session.log.mirror = _print_line
+    with signals:  # SIGTERM/SIGHUP take the Ctrl-C path, then exit 143/129
+        try:
+            session.start()
+            result = session.send(text)
+            reason, answer = result.reason, result.text
+            code = TURN_EXIT.get(reason, EXIT_OK)
+        except KeyboardInterrupt:
+            reason, answer, code = "interrupted", "", EXIT_INTERRUPTED
+        if signals.received is not None:
+            session.close(signals.reason)
+        else:
+            session.close("interrupted" if code == EXIT_INTERRUPTED else "exit")
+    if signals.exit_code is not None:
+        code = signals.exit_code
+    if outcome.denied:
+        why = ("the prompt came from stdin, so nobody could be asked" if from_stdin
+               and not sys.stdin.isatty() else "no terminal to ask" if not sys.stdin.isatty()
+               else "you said no")
+        err.print(f"{len(outcome.denied)} write call(s) were denied ({why}); the task may be "
+                  "incomplete. Run it in a terminal to approve them, or use `agent-cli chat`.",
+                  style="yellow", markup=False, highlight=False)
+        if code == EXIT_OK:
+            code = EXIT_DENIED
+    if output == "json":
+        _print_line(json.dumps({"answer": answer, "stop_reason": reason, "exit_code": code,
+                                "log": str(session.log_path), "usage": outcome.usage,
+                                "denied": outcome.denied}) + "\n")
+    elif output == "text" and not to_terminal and answer:
+        _print_line(sanitize(answer, collapse_padding=False) + ("" if answer.endswith("\n")
+                                                                 else "\n"))
+    return code
+
+
+def _print_line(line: str) -> None:
+    sys.stdout.write(line)
+    sys.stdout.flush()
+
