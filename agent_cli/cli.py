@@ -269,7 +269,7 @@ def chat(
     from agent_cli.ui.keys import EscWatcher, PausingApprover
     from agent_cli.ui.panel import TerminalApprover
     from agent_cli.ui.render import Renderer
-    from agent_cli.ui.repl import make_prompt, run_repl
+    from agent_cli.ui.repl import as_shown, make_prompt, run_repl
     from agent_cli.ui.status import TerminalView
 
     console = Console(highlight=False)
@@ -320,7 +320,7 @@ def chat(
 
                 session.emit(Notice(message=note, kind="resume"))
             for thing in said:
-                console.print(thing)
+                console.print(as_shown(thing))
             run_repl(session, console, read, keys=keys, view=view)
         except Terminated:
             pass  # between the steps that handle it: the session still closes below

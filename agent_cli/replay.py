@@ -204,7 +204,7 @@ class TextView:
                     note += f", continuing {event.continues}"
                 c.print(safe(note + "; nothing is run again.", "dim"))
             case ev.UserMessage():
-                c.print(Text(f"── turn {self.log_turn} ──", style="dim"))
+                c.print(Text(f"── turn {self.log_turn:d} ──", style="dim"))
                 c.print(Text("› ", style="bold") + safe(event.text))
             case ev.ModelReply():
                 for block in event.content:

@@ -138,9 +138,9 @@ def test_hostile_answer_through_the_view_is_clean() -> None:
 
 
 def test_spinner_line_says_what_runs_how_long_and_how_to_stop_it() -> None:
-    from agent_cli.ui.status import Spinner
+    from agent_cli.ui.status import WaitLine
 
-    line = Spinner("Running run_command").line().plain
+    line = WaitLine("Running run_command").line().plain
     assert re.fullmatch(r". Running run_command · \d+\.\d s · Esc to interrupt", line), line
 
 

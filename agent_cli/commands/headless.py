@@ -80,6 +80,7 @@ def run_headless(common: Common, prompt: str, output: str, plain: bool) -> int:
     )
     from agent_cli.safe_text import sanitize
     from agent_cli.ui.render import Renderer, StatusOnly
+    from agent_cli.ui.safe_rich import safe
 
     if output not in OUTPUTS:
         raise fail("--output must be text, json or jsonl.", EXIT_USAGE)
@@ -130,9 +131,9 @@ def run_headless(common: Common, prompt: str, output: str, plain: bool) -> int:
         why = ("the prompt came from stdin, so nobody could be asked" if from_stdin
                and not sys.stdin.isatty() else "no terminal to ask" if not sys.stdin.isatty()
                else "you said no")
-        err.print(f"{len(outcome.denied)} write call(s) were denied ({why}); the task may be "
-                  "incomplete. Run it in a terminal to approve them, or use `agent-cli chat`.",
-                  style="yellow", markup=False, highlight=False)
+        err.print(safe(f"{len(outcome.denied)} write call(s) were denied ({why}); the task may "
+                       "be incomplete. Run it in a terminal to approve them, or use `agent-cli "
+                       "chat`.", "yellow"))
         if code == EXIT_OK:
             code = EXIT_DENIED
     if output == "json":

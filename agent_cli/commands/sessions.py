@@ -50,7 +50,7 @@ def pick(settings: Settings, workspace: Path, console: Console,
     for i, path in enumerate(found, 1):
         s = summarize(path)
         started = time.strftime("%Y-%m-%d %H:%M", time.gmtime(s.started)) if s.started else "?"
-        table.add_row(str(i), started, safe(one_line(s.first_prompt, 60)), str(s.calls),
+        table.add_row(f"{i:d}", safe(started), safe(one_line(s.first_prompt, 60)), f"{s.calls:d}",
                       safe(log_store.log_id(path)))
     console.print("Recent sessions in this workspace:")
     console.print(table)
@@ -71,8 +71,8 @@ def pick(settings: Settings, workspace: Path, console: Console,
             return found[0]
         if answer.isdigit() and 1 <= int(answer) <= len(found):
             return found[int(answer) - 1]
-        console.print(f"Type a number from 1 to {len(found)}, Enter for the newest, or q.",
-                      style="yellow", markup=False)
+        console.print(safe(f"Type a number from 1 to {len(found):d}, Enter for the newest, or q.",
+                           "yellow"))
 
 
 def recap(history: list[dict[str, Any]], turns: int = RECAP_TURNS) -> RenderableType:
@@ -103,10 +103,10 @@ def recap(history: list[dict[str, Any]], turns: int = RECAP_TURNS) -> Renderable
                 exchanges.append(("model", said))
     user_starts = [i for i, (who, _) in enumerate(exchanges) if who == "you"]
     keep = exchanges[user_starts[-turns]:] if len(user_starts) >= turns else exchanges
-    lines: list[Any] = [Text(f"Recap of the last {min(turns, len(user_starts))} turn(s):",
+    lines: list[Any] = [Text(f"Recap of the last {min(turns, len(user_starts)):d} turn(s):",
                              style="bold")]
     for who, text in keep:
-        lines.append(Text.assemble((f"  {who}: ", "cyan" if who == "you" else "green"),
+        lines.append(Text.assemble(safe(f"  {who}: ", "cyan" if who == "you" else "green"),
                                    safe(one_line(text, 160))))
     if len(lines) == 1:
         lines.append(Text("  (no messages yet)", style="dim"))

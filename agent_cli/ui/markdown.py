@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.console import RenderableType
 from rich.markdown import Markdown
 
 from agent_cli.safe_text import sanitize
@@ -36,6 +35,6 @@ class SafeMarkdown(Markdown):
         self.parsed = parser.parse(clean)
 
 
-def render_answer(text: str) -> RenderableType:
+def render_answer(text: str) -> Markdown:
     """The renderable for one finished answer."""
     return SafeMarkdown(text, code_theme="monokai")

@@ -98,7 +98,7 @@ class Renderer:
         body = safe(shown, "red" if event.is_error else "dim")
         self.console.print(mark + body)
         if cut:
-            self.console.print(Text(f"    (+{cut} more lines, "
+            self.console.print(Text(f"    (+{cut:,} more lines, "
                                     f"{event.duration:.2f} s)", style="dim"))
 
 

@@ -160,8 +160,8 @@ def cmd_show(session: Session, arg: str) -> RenderableType:
     found = state.results.find(arg) if state is not None else None
     if found is None:
         count = len(state.results.results) if state is not None else 0
-        return Text(f"No tool result {arg or 'yet'}; this session has {count}. "
-                    "Use /show N, /show last or /show ID.", style="yellow")
+        return safe(f"No tool result {arg or 'yet'}; this session has {count}. "
+                    "Use /show N, /show last or /show ID.", "yellow")
     return show_result(found)
 
 

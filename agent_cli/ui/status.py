@@ -14,7 +14,14 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.console import (
+    Console,
+    ConsoleOptions,
+    ConsoleRenderable,
+    Group,
+    RenderableType,
+    RenderResult,
+)
 from rich.text import Text
 
 from agent_cli import events as ev
@@ -42,7 +49,7 @@ def head_tail(text: str, head: int = HEAD_LINES, tail: int = TAIL_LINES) -> tupl
     return "\n".join([*lines[:head], f"… {cut} more lines …", *lines[-tail:]]), cut
 
 
-class Spinner:
+class WaitLine:
     """`⠋ Waiting for the model · 3.2 s · Esc to interrupt`, re-rendered by Live's refresh."""
 
     FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
@@ -55,8 +62,8 @@ class Spinner:
     def line(self) -> Text:
         elapsed = time.monotonic() - self.started
         frame = self.FRAMES[int(elapsed * 10) % len(self.FRAMES)]
-        return Text.assemble((frame + " ", "cyan"), safe(self.label),
-                             (f" · {elapsed:.1f} s · {self.hint}", "dim"))
+        return Text.assemble(safe(frame + " ", "cyan"), safe(self.label),
+                             safe(f" · {elapsed:.1f} s · {self.hint}", "dim"))
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         yield self.line()
@@ -111,13 +118,13 @@ class TerminalView:
         """Markdown on a terminal only: piped output is the raw text, never hard-wrapped."""
         self.spinner_on = spinner and console.is_terminal
         self.buffer: list[str] = []
-        self.spinner: Spinner | None = None
+        self.spinner: WaitLine | None = None
         self.results = ResultStore()
         self._live: Live | None = None
 
     # -- the live region ---------------------------------------------------------------------
 
-    def _show(self, renderable: RenderableType) -> None:
+    def _show(self, renderable: ConsoleRenderable) -> None:
         if not self.console.is_terminal:
             return
         if self._live is None:
@@ -139,7 +146,7 @@ class TerminalView:
     def wait(self, label: str) -> None:
         if not self.spinner_on:
             return
-        self.spinner = Spinner(label)
+        self.spinner = WaitLine(label)
         self._show(self.spinner)
 
     # -- the sink ----------------------------------------------------------------------------
@@ -150,7 +157,7 @@ class TerminalView:
                 self.buffer.append(event.text)
                 if self.console.is_terminal:
                     if self.spinner is None and self.spinner_on:
-                        self.spinner = Spinner("Writing")
+                        self.spinner = WaitLine("Writing")
                     elif self.spinner is not None:
                         self.spinner.label = "Writing"  # the wait is over; the clock runs on
                     self._show(_Streaming(self))
@@ -177,7 +184,7 @@ class TerminalView:
                 self.renderer(event)
                 _, cut = head_tail(event.content)
                 if cut:
-                    self.console.print(Text(f"    /show {len(self.results.results)} prints "
+                    self.console.print(Text(f"    /show {len(self.results.results):d} prints "
                                             "it whole", style="dim"))
                 self.wait("Waiting for the model")
             case ev.Notice() if event.kind == "retry":

@@ -104,7 +104,7 @@ def _action(step: Step) -> str:
 
 def _set_line(cs: ChangeSet) -> Text:
     what = f"undo {cs.id} (of {', '.join(cs.undid)})" if cs.is_undo else f"{cs.id} {cs.name}"
-    line = safe(what, "bold") + Text(f"  {_when(cs.ts)}  ", style="dim") + safe(cs.counts())
+    line = safe(what, "bold") + safe(f"  {_when(cs.ts)}  ", "dim") + safe(cs.counts())
     if not cs.complete:
         line += Text("  (recorded while the call was still running)", style="yellow")
     return line
@@ -145,7 +145,7 @@ def show(console: Console, panel: Panel) -> None:
         if height > console.height - 2:
             with console.pager(styles=True):
                 console.print(panel)
-            console.print(Text(f"(the undo panel above has {height} lines; it was shown in the "
+            console.print(Text(f"(the undo panel above has {height:,} lines; it was shown in the "
                                "pager)", style="dim"))
             return
     console.print(panel)
