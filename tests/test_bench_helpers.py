@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import time
 import subprocess
 import sys
 import urllib.request
@@ -87,7 +88,11 @@ def test_fake_process_serves_counts_and_resets() -> None:
         with urllib.request.urlopen(req, timeout=10) as resp:
             reply = json.loads(resp.read())
         assert reply["stop_reason"] == "tool_use"
-        stats = fake.stats()
+        # The server counts a request after it has sent the reply: wait for the count, do not
+        # race it (a loaded machine can read the stats first).
+        deadline = time.monotonic() + 30
+        while (stats := fake.stats()).requests < 1 and time.monotonic() < deadline:
+            time.sleep(0.02)
         assert stats.requests == 1 and stats.streamed == 0 and len(stats.client_ports) == 1
         assert stats.handler_wall_s > 0 and len(stats.walls_s) == 1
         fake.reset()
