@@ -4,9 +4,9 @@
 from __future__ import annotations
 
 import json
-import time
 import subprocess
 import sys
+import time
 import urllib.request
 from pathlib import Path
 
