@@ -235,7 +235,19 @@ class TextDelta:
         self.text = text
 
 
-AnyEvent = Event | TextDelta
+class ToolOutputDelta:
+    """A piece of a running tool's output (run_command's stdout and stderr as they arrive).
+    Transient: shown live, never logged (the `tool_result` that follows holds the output)."""
+
+    __slots__ = ("id", "text")
+    type = "tool_output_delta"
+
+    def __init__(self, call_id: str, text: str) -> None:
+        self.id = call_id
+        self.text = text
+
+
+AnyEvent = Event | TextDelta | ToolOutputDelta
 
 
 def parse_event(line: str | bytes) -> Event:

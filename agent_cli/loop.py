@@ -368,7 +368,8 @@ class Loop:
         return ToolContext(workspace=self.workspace, timeout_s=timeout,
                            output_cap=self.limits.output_cap,
                            max_read_bytes=self.limits.max_read_bytes, sandbox=self.sandbox,
-                           protected=tuple(protected_roots()))
+                           protected=tuple(protected_roots()),
+                           on_output=lambda text: self.emit(ev.ToolOutputDelta(call.id, text)))
 
     def _preview(self, call: ValidCall, ctx: ToolContext) -> str | None:
         if call.tool.effect == "read":

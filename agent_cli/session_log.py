@@ -149,8 +149,8 @@ class SessionLog:
             self._f.write(b"\n")
 
     def __call__(self, event: ev.AnyEvent) -> None:
-        if isinstance(event, ev.TextDelta):
-            return
+        if isinstance(event, ev.TextDelta | ev.ToolOutputDelta):
+            return  # transient: what they carry is in the model_reply / tool_result that follows
         self.write(event)
 
     def write(self, event: ev.Event) -> dict[str, Any]:

@@ -254,3 +254,34 @@ def test_run_on_a_terminal_renders_markdown_unless_plain(tmp_path: Path, workspa
         final = shown.rsplit(b"Heading here", 1)
         assert b"Heading here" in shown and b"\xe2\x80\xa2 item one" in shown  # a bullet
         assert not final[0].endswith(b"# ")  # the last print is the rendered heading
+
+
+def test_a_running_command_shows_its_last_lines_live(tmp_path: Path, workspace: Path) -> None:
+    """While run_command runs, the lines it has printed so far show under the spinner (with a
+    `│` gutter, sanitised); the live area goes when the result arrives, and the result keeps the
+    whole output."""
+    flag = workspace / "go"
+    script = ("printf 'LIVE-ONE\\n'; printf 'LIVE-\\033[31mTWO\\n'; "
+              "while [ ! -e go ]; do sleep 0.05; done; echo FINISHED")
+    chat = start(tmp_path, [tool_use("toolu_c1", "run_command", {"command": script}),
+                            text("AFTER-COMMAND")], workspace)
+    try:
+        chat.prompt()
+        chat.say("run it")
+        chat.expect(ASK)
+        chat.say("y")
+        # Shown while the command is still waiting for the flag: it cannot have finished.
+        chat.expect(rb"\xe2\x94\x82 LIVE-ONE")
+        # the escape is a visible token (styled, so other escapes stand around it)
+        chat.expect(rb"\xe2\x94\x82 LIVE-[^\r\n]{0,60}\\x1b[^\r\n]{0,60}TWO")
+        assert not (workspace / "go").exists()
+        flag.write_text("")
+        after = chat.expect(b"AFTER-COMMAND")
+        chat.prompt()
+        assert chat.quit() == 0
+    finally:
+        if chat.child.isalive():
+            chat.child.terminate(force=True)
+    assert b"\x1b[31mTWO" not in after
+    [result] = of_type(session_events(), "tool_result")
+    assert "LIVE-ONE" in result["content"] and "FINISHED" in result["content"]

@@ -1,8 +1,10 @@
 """run_command: run a program in the workspace, bounded in time, output and reach."""
 
+import codecs
 import os
 import shlex
 import signal
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -106,13 +108,24 @@ def _signal_name(num: int) -> str:
         return f"signal {num}"
 
 
+def _live(ctx: ToolContext) -> Callable[[bytes], None] | None:
+    """The command's output as it arrives, decoded for the live view (chunks may split a UTF-8
+    character: an incremental decoder keeps it whole)."""
+    show = ctx.on_output
+    if show is None:
+        return None
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    return lambda chunk: show(decoder.decode(chunk))
+
+
 def run(args: Args, ctx: ToolContext) -> ToolOutput:
     timeout = _timeout(args, ctx)
     half = max(ctx.output_cap - 400, 2000) // 2
     res = run_process(argv_of(args), cwd=str(ctx.workspace), env=scrubbed_env(),
                       timeout_s=timeout, cancel=ctx.cancel, head_bytes=half, tail_bytes=half,
                       sandbox=_sandbox(ctx),
-                      network=args.network)
+                      network=args.network,
+                      on_output=_live(ctx))
     if res.error is not None:
         if res.error.startswith("could not start"):
             return ToolOutput(res.error + ". Check the program name and that it is installed.",

@@ -37,6 +37,9 @@ class ToolContext:
     sandbox: Any = None
     """The session's agent_cli.sandbox.Sandbox (None outside a session): tools that start
     processes pass it to run_process, and their preview says what it confines."""
+    on_output: Callable[[str], None] | None = None
+    """Where a tool that produces output over time (run_command) sends it as it arrives, for the
+    live view; what it returns is still the result. None outside a session."""
     protected: tuple[Path, ...] = ()
     """agent-cli's own state (AGENT_CLI_HOME, config files, log folders): real paths no tool may
     read or write. The path guard (tools/paths.py) already refuses them to every tool that

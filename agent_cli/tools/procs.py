@@ -27,7 +27,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -84,15 +84,21 @@ def scrubbed_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
 class CappedBuffer:
     """Keeps the first `head` and the last `tail` bytes of a stream, and counts the rest."""
 
-    def __init__(self, head: int, tail: int) -> None:
+    def __init__(self, head: int, tail: int,
+                 watch: Callable[[bytes], None] | None = None) -> None:
         self.head_cap = head
         self.tail_cap = tail
         self.head = bytearray()
         self.tail = bytearray()
         self.total = 0
+        self.watch = watch
+        """Sees every chunk as it arrives (the live view of a running command)."""
 
     def add(self, chunk: bytes) -> None:
         self.total += len(chunk)
+        if self.watch is not None and chunk:
+            with contextlib.suppress(Exception):  # a broken view must not break the command
+                self.watch(chunk)
         room = self.head_cap - len(self.head)
         if room > 0:
             self.head += chunk[:room]
@@ -354,15 +360,17 @@ def run_process(
     tail_bytes: int = 16_000,
     sandbox: Any = SESSION_SANDBOX,
     network: bool = False,
+    on_output: Callable[[bytes], None] | None = None,
 ) -> ProcResult:
     """Run `argv` to completion, timeout or cancel, never holding more than head+tail bytes of
     its output, and leave no process of it behind.
 
     `sandbox` (an agent_cli.sandbox.Sandbox, or None for none) confines the child before it
-    execs; by default the running session's. `network` lets it open TCP connections."""
+    execs; by default the running session's. `network` lets it open TCP connections.
+    `on_output` sees every chunk as it is read (for a live view; it must not block)."""
     marker = secrets.token_hex(8)
     child_env = {**env, MARKER_VAR: marker}
-    buf = CappedBuffer(head_bytes, tail_bytes)
+    buf = CappedBuffer(head_bytes, tail_bytes, on_output)
     start = time.monotonic()
     if sandbox is SESSION_SANDBOX:
         from agent_cli.sandbox.policy import current

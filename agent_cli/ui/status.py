@@ -25,7 +25,7 @@ from rich.console import (
 from rich.text import Text
 
 from agent_cli import events as ev
-from agent_cli.ui.safe_rich import safe
+from agent_cli.ui.safe_rich import safe, safe_line
 
 if TYPE_CHECKING:
     from rich.live import Live
@@ -107,6 +107,28 @@ class ResultStore:
         return None
 
 
+LIVE_OUTPUT_LINES = 5
+"""How many of a running command's last lines show under its spinner."""
+LIVE_OUTPUT_CHARS = 4000
+
+
+class _Running:
+    """The spinner of a running tool with the last lines it printed, sanitised and dimmed."""
+
+    def __init__(self, spinner: WaitLine, tail: str) -> None:
+        self.spinner = spinner
+        self.tail = tail
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield self.spinner.line()
+        lines = self.tail.replace("\r\n", "\n").split("\n")
+        if lines and not lines[-1]:
+            lines.pop()
+        for line in lines[-LIVE_OUTPUT_LINES:]:
+            # a progress bar redraws its line with \r: show what it shows now
+            yield safe_line("  │ " + line.rsplit("\r", 1)[-1], options.max_width - 1, "dim")
+
+
 class TerminalView:
     """Spinner, live stream and Markdown answers around an event Renderer (see module doc)."""
 
@@ -121,6 +143,9 @@ class TerminalView:
         self.spinner: WaitLine | None = None
         self.results = ResultStore()
         self._live: Live | None = None
+        self.output_tail = ""
+        """The last part of what the running tool printed (its last lines show under the
+        spinner; the whole output is in its result)."""
 
     # -- the live region ---------------------------------------------------------------------
 
@@ -177,9 +202,15 @@ class TerminalView:
             case ev.ToolStarted():
                 self.stop()
                 self.renderer(event)
+                self.output_tail = ""
                 self.wait(f"Running {event.name}")
+            case ev.ToolOutputDelta():
+                self.output_tail = (self.output_tail + event.text)[-LIVE_OUTPUT_CHARS:]
+                if self.spinner is not None:
+                    self._show(_Running(self.spinner, self.output_tail))
             case ev.ToolResultEvent():
                 self.stop()
+                self.output_tail = ""
                 self.results(event)
                 self.renderer(event)
                 _, cut = head_tail(event.content)
