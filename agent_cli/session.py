@@ -56,7 +56,8 @@ def make_provider(settings: Settings) -> Provider:
     from agent_cli.providers.anthropic import AnthropicProvider
 
     return AnthropicProvider(settings.model, api_key=settings.api_key, base_url=settings.base_url,
-                             max_retries=settings.retries, retry_cap_s=settings.retry_cap_s)
+                             max_retries=settings.retries, retry_cap_s=settings.retry_cap_s,
+                             prompt_cache=settings.prompt_cache)
 
 
 def default_log_path(settings: Settings) -> Path:
