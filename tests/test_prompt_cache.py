@@ -7,6 +7,7 @@ reads it at a tenth of the price. So "the cache would hit" is checked on the byt
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -104,7 +105,7 @@ def test_the_cached_prefix_is_byte_stable_across_turns(workspace: Path, tmp_path
     the prefix request k cached is the one request k+1 looks up."""
     with FakeAnthropic() as fake:
         run_session(fake, workspace, tmp_path, turns=3)
-    for prev, nxt in zip(fake.requests, fake.requests[1:], strict=False):
+    for prev, nxt in itertools.pairwise(fake.requests):
         n = len(prev.body["messages"])
         assert canonical(prev, n) == canonical(nxt, n)
         assert len(nxt.body["messages"]) > n
@@ -117,7 +118,7 @@ def test_the_fake_bills_cache_reads_after_the_first_request(workspace: Path,
     usages = [e.usage for e in events if isinstance(e, ev.ModelReply)]
     assert usages[0]["cache_read_input_tokens"] == 0
     assert usages[0]["cache_creation_input_tokens"] > 2000  # tools + system + first message
-    for before, after in zip(usages, usages[1:], strict=False):
+    for before, after in itertools.pairwise(usages):
         # the whole previous prompt is read back; only the new part is written
         prompt_before = before["cache_read_input_tokens"] + before["cache_creation_input_tokens"]
         assert after["cache_read_input_tokens"] == prompt_before
