@@ -228,7 +228,8 @@ def _anchor_paths(data: dict[str, Any], base: Path) -> dict[str, Any]:
 
 def load_settings(config_file: Path | None = None, flags: dict[str, Any] | None = None) -> Settings:
     """Layers, later wins: defaults < the user's config file (`user_config_file`) < --config FILE
-    < environment < flags. A flag whose value is None was not given and leaves the layers below alone."""
+    < environment < flags. A flag whose value is None was not given and leaves the layers below
+    alone."""
     merged: dict[str, Any] = {}
     origins: dict[str, str] = {}
     user_file = user_config_file()
