@@ -206,6 +206,9 @@ def chat(
         "--resume", help="Continue the session saved in this log.")] = None,
     continue_: Annotated[bool, typer.Option(
         "--continue", help="Continue the latest session of this workspace.")] = False,
+    demo: Annotated[bool, typer.Option(
+        "--demo", help="The offline demo: a scripted model (no key, no network) in a fresh "
+        "copy of the demo workspace.")] = False,
 ) -> None:
     """Chat with the model in a REPL; write calls ask for your yes, one by one."""
     from rich.console import Console
@@ -216,6 +219,8 @@ def chat(
     from agent_cli.ui.repl import make_prompt, run_repl
 
     console = Console(highlight=False)
+    if demo:
+        _demo_setup(common, console)
     history, continues, notes = _resumed_history(common, resume, continue_)
     approver: Approver
     if _interactive():
@@ -246,6 +251,25 @@ def chat(
         run_repl(session, console, read)
     finally:
         session.close()
+
+
+def _demo_setup(common: Common, console: Console) -> None:
+    """--demo: the shipped demo script on the scripted provider, in a fresh workspace copy."""
+    from rich.text import Text
+
+    from agent_cli import demo
+    from agent_cli.ui.safe_rich import safe
+
+    if common.provider not in (None, "scripted") or common.script is not None:
+        raise fail("--demo brings its own scripted model; leave out --provider and --script.",
+                   EXIT_USAGE)
+    common.provider = "scripted"
+    common.script = demo.demo_script()
+    if common.workspace is None:
+        common.workspace = demo.fresh_workspace()
+    console.print(Text("Demo: a scripted model (no key, no network), workspace ", style="dim")
+                  + safe(str(common.workspace), "dim"))
+    console.print(Text("Type this request: ", style="dim") + safe(demo.REQUEST, "bold"))
 
 
 def _resumed_history(common: Common, resume: Path | None, continue_: bool
