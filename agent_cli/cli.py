@@ -55,6 +55,11 @@ TURN_EXIT = {
 }
 
 
+INSTRUCTIONS_HELP = ("Project instruction file (e.g. AGENTS.md) to pass to the model as the "
+                     "project's words; repeat for more. Pinned: a changed file needs "
+                     "`agent-cli trust FILE` or your yes.")
+
+
 @dataclass
 class Common:
     """The options every session command takes (after the subcommand)."""
@@ -209,6 +214,8 @@ def chat(
     demo: Annotated[bool, typer.Option(
         "--demo", help="The offline demo: a scripted model (no key, no network) in a fresh "
         "copy of the demo workspace.")] = False,
+    instructions: Annotated[Optional[list[Path]], typer.Option(  # noqa: UP045
+        "--instructions", metavar="FILE", help=INSTRUCTIONS_HELP)] = None,
 ) -> None:
     """Chat with the model in a REPL; write calls ask for your yes, one by one."""
     from rich.console import Console
@@ -240,6 +247,8 @@ def chat(
                 raise EOFError
             return line.rstrip("\n")
     session.start()
+    _attach_instructions(session, instructions,
+                         _terminal_confirm(console) if _interactive() else None)
     warm_up = getattr(session.provider, "warm_up", None)
     if callable(warm_up) and _interactive():
         warm_up()
@@ -251,6 +260,48 @@ def chat(
         run_repl(session, console, read)
     finally:
         session.close()
+
+
+def _terminal_confirm(console: Console) -> Any:
+    from agent_cli.ui.instructions_prompt import terminal_confirm
+
+    return terminal_confirm(console)
+
+
+def _attach_instructions(session: Session, given: list[Path] | None, confirm: Any) -> None:
+    """Project instructions named in config `instructions` or with --instructions (opt-in only;
+    see agent_cli/instructions.py)."""
+    from agent_cli import instructions as ins
+
+    files = ins.resolve(session.settings.instructions, given or [], session.workspace)
+    if not files:
+        return
+    try:
+        outcome = ins.load(files, confirm)
+    except BaseException:
+        session.close("error")
+        raise
+    ins.attach(session, outcome)
+
+
+@app.command("trust")
+@guarded
+def trust_cmd(
+    files: Annotated[list[Path], typer.Argument(metavar="FILE...", help="The files to trust.")],
+) -> None:
+    """Trust a pinned file as it is now: a project instruction file or a plugin you changed.
+    Shows what changed since it was last trusted."""
+    from rich.console import Console
+
+    from agent_cli.tools.trust import PluginPins
+    from agent_cli.ui.safe_rich import safe
+
+    console = Console(highlight=False)
+    pins = PluginPins()
+    for file in files:
+        if not file.is_file():
+            raise fail(f"{file} is not a file; give the path of the file to trust.", EXIT_USAGE)
+        console.print(safe(pins.trust(file)))
 
 
 def _demo_setup(common: Common, console: Console) -> None:
@@ -296,6 +347,8 @@ def run(
         "--output", "-o", metavar="FORMAT",
         help="text: the answer as it streams; jsonl: every event, one per line "
         "(the session-log format).")] = "text",
+    instructions: Annotated[Optional[list[Path]], typer.Option(  # noqa: UP045
+        "--instructions", metavar="FILE", help=INSTRUCTIONS_HELP)] = None,
 ) -> None:
     """Do one task headless and exit. Exit codes: 0 done, 1 error, 2 usage, 3 turn limit,
     4 model/API error, 5 repeated tool failure, 6 output limit, 130 interrupted.
@@ -321,6 +374,8 @@ def run(
     if output == "jsonl":
         session.log.mirror = _print_line
     session.start()
+    _attach_instructions(session, instructions, _terminal_confirm(
+        Console(highlight=False, stderr=True)) if _interactive() else None)
     try:
         result = session.send(prompt)
     except KeyboardInterrupt:
