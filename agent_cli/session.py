@@ -121,13 +121,23 @@ class Session:
         self.gate = Gate(approver, settings.deny)
         self.loop = Loop(provider, registry, self.gate, self.emit, workspace=self.workspace,
                          limits=limits_of(settings), system=settings.system_prompt)
-        self.budget = ContextBudget(settings.context_budget_chars, self.emit)
+        self.budget = ContextBudget(settings.context_budget_chars, self.emit,
+                                    budget_tokens=self._budget_tokens)
+        self.sinks.append(self.budget.observe)
         self.loop.prepare = self.budget
         self.continues = continues
         self.load_report = load_report or LoadReport()
         self._closed = False
         self.mcp: MCPHub | None = None
         """MCP servers, when configured (tools/mcp_bridge.attach sets it)."""
+
+    def _budget_tokens(self) -> int:
+        """Config context_budget_tokens, else 80% of the current model's context window."""
+        if self.settings.context_budget_tokens:
+            return self.settings.context_budget_tokens
+        from agent_cli.usage import context_window
+
+        return int(context_window(self.provider.model) * 0.8)
 
     def emit(self, event: ev.AnyEvent) -> None:
         for sink in self.sinks:
