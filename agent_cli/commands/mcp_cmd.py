@@ -183,7 +183,8 @@ def register(app: typer.Typer) -> None:
                        f"{', '.join(servers) or '(none)'}.", EXIT_USAGE)
         if not mcp_available():
             raise fail("The optional MCP support is not installed; install it with: "
-                       "pip install 'agent-cli-host[mcp]'.", EXIT_FAILED)
+                       "pip install mcp jsonschema (with pipx: pipx inject agent-cli-host mcp "
+                       "jsonschema).", EXIT_FAILED)
         cfg = servers[name].model_copy(update={"enabled": True})
         hub = _start_hub({name: cfg}, common.workspace_dir())
         try:
