@@ -30,6 +30,7 @@ app = typer.Typer(
     help=(
         "A terminal agent: the model proposes tool calls, you approve each one that has "
         "effects.\n\nTry it offline, no key needed:\n\n"
+        "  agent-cli chat --demo\n\n"
         "  agent-cli chat --provider scripted --script examples/demo_script.json\n\n"
         "With Claude: export ANTHROPIC_API_KEY=... then agent-cli chat"
     ),

@@ -30,7 +30,8 @@ from agent_cli.providers.http_errors import (
 NO_KEY = (
     "No Anthropic API key: set ANTHROPIC_API_KEY (export ANTHROPIC_API_KEY=sk-ant-...) or put "
     "api_key in your config file. To try agent-cli without a key, run the offline demo: "
-    "agent-cli chat --provider scripted --script examples/demo_script.json"
+    "agent-cli chat --demo (in the repository also: agent-cli chat --provider scripted "
+    "--script examples/demo_script.json)"
 )
 
 
