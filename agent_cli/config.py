@@ -120,6 +120,12 @@ class Locations:
     """Where older versions read the settings file (data/config.toml), still read if it is the
     only one present, so an upgrade does not silently drop a user's settings."""
 
+    def own_paths(self) -> tuple[Path, ...]:
+        """Every folder of agent-cli's own state (data, and the config folder when it is
+        elsewhere): what a guard keeping tools out of that state must cover."""
+        config_dir = self.config_file.parent
+        return (self.data,) if config_dir == self.data else (self.data, config_dir)
+
 
 def locations() -> Locations:
     """Every user-level path, from the environment.

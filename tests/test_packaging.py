@@ -110,3 +110,12 @@ def test_installed_wheel_runs_the_demo_headless(tmp_path: Path, wheel: Path) -> 
     [workspace] = tmp_path.glob("agent-cli-demo-*/workspace")
     assert (workspace / "README.txt").is_file() and not (workspace / "notes.txt").exists()
     assert os.listdir(where) == []
+
+
+def test_demo_refuses_another_provider(tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "agent_cli", "chat", "--demo", "--provider",
+                           "openai"], capture_output=True, text=True, cwd=tmp_path, timeout=60,
+                          stdin=subprocess.DEVNULL)
+    assert proc.returncode == 2
+    assert "--demo brings its own scripted model" in " ".join(proc.stderr.split())
+    assert "Traceback" not in proc.stderr

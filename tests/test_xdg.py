@@ -58,6 +58,12 @@ def test_agent_cli_home_overrides_everything(no_home: Path, tmp_path: Path,
     where = locations()
     assert where.config_file == tmp_path / "sandbox" / "config.toml"
     assert where.data == tmp_path / "sandbox"
+    assert where.own_paths() == (tmp_path / "sandbox",)
+
+
+def test_own_paths_cover_both_xdg_folders(no_home: Path) -> None:
+    assert locations().own_paths() == (no_home / ".local" / "share" / "agent-cli",
+                                       no_home / ".config" / "agent-cli")
 
 
 def test_settings_come_from_the_xdg_config_file(no_home: Path, tmp_path: Path,
