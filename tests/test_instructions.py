@@ -215,3 +215,51 @@ def test_pty_changed_file_shows_the_diff_and_asks(fake: FakeAnthropic, workspace
     else:
         assert "project_instructions" not in first
         assert "make check" in PluginPins().pinned(workspace / "AGENTS.md")["content"]
+
+
+def tall_change() -> tuple[Instruction, str]:
+    item = Instruction(Path("/w/AGENTS.md"), "AGENTS.md", "x", "ab" * 32)
+    diff = "--- AGENTS.md (trusted)\n+++ AGENTS.md (now)\n@@ -1,40 +1,40 @@\n" + "".join(
+        f"-old line {i}\n+new line {i}\n" for i in range(40))
+    return item, diff
+
+
+def test_a_diff_taller_than_the_terminal_is_paged_before_the_question() -> None:
+    import io
+
+    from rich.console import Console
+
+    from agent_cli.ui.instructions_prompt import terminal_confirm
+
+    asked: list[str] = []
+
+    def read(prompt: str) -> str:
+        asked.append(prompt)
+        return "" if prompt.startswith("-- more") else "y"
+
+    out = io.StringIO()
+    console = Console(file=out, width=80, height=20, force_terminal=False)
+    item, diff = tall_change()
+    assert terminal_confirm(console, read)(item, diff) is True
+    assert asked[-1].startswith("Pass the changed AGENTS.md to the model?")
+    assert all(p.startswith("-- more") for p in asked[:-1]) and len(asked) > 2
+    assert "new line 39" in out.getvalue()  # the last line was on screen before the question
+
+
+def test_q_at_a_page_refuses_without_asking() -> None:
+    import io
+
+    from rich.console import Console
+
+    from agent_cli.ui.instructions_prompt import terminal_confirm
+
+    asked: list[str] = []
+
+    def read(prompt: str) -> str:
+        asked.append(prompt)
+        return "q"
+
+    console = Console(file=io.StringIO(), width=80, height=20, force_terminal=False)
+    item, diff = tall_change()
+    assert terminal_confirm(console, read)(item, diff) is False
+    assert len(asked) == 1 and asked[0].startswith("-- more")
