@@ -32,6 +32,7 @@ app = App(
     help=(
         "A terminal agent: the model proposes tool calls, you approve each one that has "
         "effects.\n\nTry it offline, no key needed:\n\n"
+        "  agent-cli chat --demo\n\n"
         "  agent-cli chat --provider scripted --script examples/demo_script.json\n\n"
         "With Claude: export ANTHROPIC_API_KEY=... then agent-cli chat"
     ),
@@ -78,6 +79,11 @@ TURN_EXIT = {
     "error": EXIT_PROVIDER, "repeated_failure": EXIT_REPEATED, "max_tokens": EXIT_MAX_TOKENS,
     "interrupted": EXIT_INTERRUPTED,
 }
+
+
+INSTRUCTIONS_HELP = ("Project instruction file (e.g. AGENTS.md) to pass to the model as the "
+                     "project's words; repeat for more. Pinned: a changed file needs "
+                     "`agent-cli trust FILE` or your yes.")
 
 
 @dataclass
@@ -261,6 +267,11 @@ def chat(
     continue_: Annotated[bool, typer.Option(
         "--continue", "--last", help="Continue the latest session of this workspace.")] = False,
     plain: _PLAIN = False,
+    demo: Annotated[bool, typer.Option(
+        "--demo", help="The offline demo: a scripted model (no key, no network) in a fresh "
+        "copy of the demo workspace.")] = False,
+    instructions: Annotated[Optional[list[Path]], typer.Option(  # noqa: UP045
+        "--instructions", metavar="FILE", help=INSTRUCTIONS_HELP)] = None,
 ) -> None:
     """Chat with the model in a REPL; write calls ask for your yes, one by one."""
     from rich.console import Console
@@ -273,6 +284,8 @@ def chat(
     from agent_cli.ui.status import TerminalView
 
     console = Console(highlight=False)
+    if demo:
+        _demo_setup(common, console)
     history, continues, notes, said = _resumed_history(common, resume, continue_, console)
     keys = EscWatcher() if _interactive() else None
     approver: Approver
@@ -312,6 +325,8 @@ def chat(
     with signals:
         try:
             session.start()
+            _attach_instructions(session, instructions,
+                                 _terminal_confirm(console) if _interactive() else None)
             warm_up = getattr(session.provider, "warm_up", None)
             if callable(warm_up) and _interactive():
                 warm_up()
@@ -329,6 +344,67 @@ def chat(
             session.close(signals.reason)
     if signals.exit_code is not None:
         raise typer.Exit(signals.exit_code)
+
+
+def _terminal_confirm(console: Console) -> Any:
+    from agent_cli.ui.instructions_prompt import terminal_confirm
+
+    return terminal_confirm(console)
+
+
+def _attach_instructions(session: Session, given: list[Path] | None, confirm: Any) -> None:
+    """Project instructions named in config `instructions` or with --instructions (opt-in only;
+    see agent_cli/instructions.py)."""
+    from agent_cli import instructions as ins
+
+    files = ins.resolve(session.settings.instructions, given or [], session.workspace)
+    if not files:
+        return
+    try:
+        outcome = ins.load(files, confirm)
+    except BaseException:
+        session.close("error")
+        raise
+    ins.attach(session, outcome)
+
+
+@app.command("trust")
+@guarded
+def trust_cmd(
+    files: Annotated[list[Path], typer.Argument(metavar="FILE...", help="The files to trust.")],
+) -> None:
+    """Trust a pinned file as it is now: a project instruction file or a plugin you changed.
+    Shows what changed since it was last trusted."""
+    from rich.console import Console
+
+    from agent_cli.tools.trust import PluginPins
+    from agent_cli.ui.safe_rich import safe
+
+    console = Console(highlight=False)
+    pins = PluginPins()
+    for file in files:
+        if not file.is_file():
+            raise fail(f"{file} is not a file; give the path of the file to trust.", EXIT_USAGE)
+        console.print(safe(pins.trust(file)))
+
+
+def _demo_setup(common: Common, console: Console) -> None:
+    """--demo: the shipped demo script on the scripted provider, in a fresh workspace copy."""
+    from rich.text import Text
+
+    from agent_cli import demo
+    from agent_cli.ui.safe_rich import safe
+
+    if common.provider not in (None, "scripted") or common.script is not None:
+        raise fail("--demo brings its own scripted model; leave out --provider and --script.",
+                   EXIT_USAGE)
+    common.provider = "scripted"
+    common.script = demo.demo_script()
+    if common.workspace is None:
+        common.workspace = demo.fresh_workspace()
+    console.print(Text("Demo: a scripted model (no key, no network), workspace ", style="dim")
+                  + safe(str(common.workspace), "dim"))
+    console.print(Text("Type this request: ", style="dim") + safe(demo.REQUEST, "bold"))
 
 
 def _resumed_history(common: Common, resume: str | None, continue_: bool, console: Console
@@ -381,6 +457,8 @@ def run(
         "go to stderr); json: one object at the end (answer, stop_reason, exit_code, log, "
         "usage, denied); jsonl: every event, one per line (the session-log format).")] = "text",
     plain: _PLAIN = False,
+    instructions: Annotated[Optional[list[Path]], typer.Option(  # noqa: UP045
+        "--instructions", metavar="FILE", help=INSTRUCTIONS_HELP)] = None,
 ) -> None:
     """Do one task headless and exit. Exit codes: 0 done, 1 error, 2 usage, 3 turn limit,
     4 model/API error, 5 repeated tool failure, 6 output limit, 7 done but write calls were
@@ -389,7 +467,7 @@ def run(
     Write calls ask on the terminal; with no terminal they are denied, never approved."""
     from agent_cli.commands.headless import run_headless
 
-    raise typer.Exit(run_headless(common, prompt, output, plain))
+    raise typer.Exit(run_headless(common, prompt, output, plain, instructions))
 
 
 @app.command()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import sys
 import tomllib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -115,7 +116,19 @@ class Settings(BaseModel):
     """Calls refused before any panel, e.g. [[deny]] tool = "run_command",
     args = {command = "*rm -rf*"}."""
     prices: dict[str, dict[str, float]] = {}
-    """USD per million tokens by model: {"input": 3.0, "output": 15.0}."""
+    """USD per million tokens by model: {"input": 3.0, "output": 15.0}, on top of the table
+    shipped for the known models (agent_cli/data/models.json); an entry here replaces the
+    shipped one of that name."""
+    prompt_cache: bool = True
+    """Send prompt-caching breakpoints (system, tools, the conversation so far) to the Anthropic
+    API, so each request re-reads the unchanged prefix at a tenth of the input price."""
+    context_budget_tokens: int | None = Field(None, ge=1000)
+    """Past this many prompt tokens (as the API counted them), older tool results are sent as
+    stubs; default 80% of the model's context window. context_budget_chars applies as well."""
+    instructions: list[str] = []
+    """Project instruction files to pass to the model, e.g. ["AGENTS.md"] (relative to the
+    workspace). Opt-in: nothing is read unless named here or with --instructions. Each file is
+    pinned; a changed one needs `agent-cli trust FILE` or a yes before the model sees it."""
     mcp: dict[str, dict[str, MCPServer]] = {}
     """[mcp.servers.NAME] tables."""
     render: Literal["markdown", "plain"] = "markdown"
@@ -138,9 +151,13 @@ class Settings(BaseModel):
 
 def own_state(settings: Settings) -> dict[Path, str]:
     """agent-cli's own files and folders (path -> what it is), which the path guard keeps out of
-    every tool's reach: AGENT_CLI_HOME, the config files read, and the session-log folder."""
-    state: dict[Path, str] = {home(): "AGENT_CLI_HOME (config, log key, sessions, pins, "
-                                      "history)"}
+    every tool's reach: the data folder (AGENT_CLI_HOME), the config folder where it is
+    elsewhere (XDG), the config files read, and the session-log folder."""
+    data, *others = locations().own_paths()
+    state: dict[Path, str] = {data: "agent-cli's data folder (AGENT_CLI_HOME: log key, sessions, "
+                                    "pins, history)"}
+    for folder in others:
+        state[folder] = "agent-cli's config folder"
     for name in settings._config_files:
         state[Path(name)] = f"the config file {name}"
     if settings.log_dir:
@@ -157,18 +174,66 @@ ENV_MAP = {
 }
 
 
-def home() -> Path:
-    """Every user-level file lives here; AGENT_CLI_HOME moves it (tests, sandboxes)."""
+@dataclass(frozen=True)
+class Locations:
+    """Where agent-cli keeps its own files. Computed in one place (`locations`)."""
+
+    config_file: Path
+    """The user's settings file."""
+    data: Path
+    """Sessions, the log key, pins, history, the undo store."""
+    legacy_config_file: Path | None = None
+    """Where older versions read the settings file (data/config.toml), still read if it is the
+    only one present, so an upgrade does not silently drop a user's settings."""
+
+    def own_paths(self) -> tuple[Path, ...]:
+        """Every folder of agent-cli's own state (data, and the config folder when it is
+        elsewhere): what a guard keeping tools out of that state must cover."""
+        config_dir = self.config_file.parent
+        return (self.data,) if config_dir == self.data else (self.data, config_dir)
+
+
+def locations() -> Locations:
+    """Every user-level path, from the environment.
+
+    AGENT_CLI_HOME overrides everything (tests, sandboxes): config at AGENT_CLI_HOME/config.toml,
+    data in AGENT_CLI_HOME. Otherwise, on Linux and other Unix systems, the XDG base directories:
+    config at $XDG_CONFIG_HOME/agent-cli/config.toml (default ~/.config), data under
+    $XDG_DATA_HOME/agent-cli (default ~/.local/share); a relative XDG value is ignored, as the
+    specification says. macOS and Windows keep one folder for both (Application Support, APPDATA).
+    """
     env = os.environ.get("AGENT_CLI_HOME")
     if env:
-        return Path(env).expanduser()
+        root = Path(env).expanduser()
+        return Locations(config_file=root / "config.toml", data=root)
     if sys.platform == "win32":
-        base = Path(os.environ.get("APPDATA", Path.home() / "AppData" / "Roaming"))
-    elif sys.platform == "darwin":
-        base = Path.home() / "Library" / "Application Support"
-    else:
-        base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
-    return base / "agent-cli"
+        root = Path(os.environ.get("APPDATA", Path.home() / "AppData" / "Roaming")) / "agent-cli"
+        return Locations(config_file=root / "config.toml", data=root)
+    if sys.platform == "darwin":
+        root = Path.home() / "Library" / "Application Support" / "agent-cli"
+        return Locations(config_file=root / "config.toml", data=root)
+    data = _xdg("XDG_DATA_HOME", Path.home() / ".local" / "share") / "agent-cli"
+    config = _xdg("XDG_CONFIG_HOME", Path.home() / ".config") / "agent-cli" / "config.toml"
+    return Locations(config_file=config, data=data, legacy_config_file=data / "config.toml")
+
+
+def _xdg(var: str, default: Path) -> Path:
+    value = os.environ.get(var, "")
+    return Path(value) if value and Path(value).is_absolute() else default
+
+
+def home() -> Path:
+    """agent-cli's data folder (sessions, log key, pins, history); see `locations`."""
+    return locations().data
+
+
+def user_config_file() -> Path:
+    """The settings file actually read: the XDG one, or the legacy one if only that exists."""
+    where = locations()
+    legacy = where.legacy_config_file
+    if not where.config_file.is_file() and legacy is not None and legacy.is_file():
+        return legacy
+    return where.config_file
 
 
 PATH_KEYS = ("tools_dirs", "log_dir", "script")
@@ -234,11 +299,12 @@ def _anchor_paths(data: dict[str, Any], base: Path) -> dict[str, Any]:
 
 
 def load_settings(config_file: Path | None = None, flags: dict[str, Any] | None = None) -> Settings:
-    """Layers, later wins: defaults < AGENT_CLI_HOME/config.toml < --config FILE < environment <
-    flags. A flag whose value is None was not given and leaves the layers below alone."""
+    """Layers, later wins: defaults < the user's config file (`user_config_file`) < --config FILE
+    < environment < flags. A flag whose value is None was not given and leaves the layers below
+    alone."""
     merged: dict[str, Any] = {}
     origins: dict[str, str] = {}
-    user_file = home() / "config.toml"
+    user_file = user_config_file()
     if user_file.is_file():
         _merge(merged, _read_toml(user_file), str(user_file), origins)
     if config_file is not None:

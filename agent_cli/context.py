@@ -9,9 +9,11 @@ copy, and the session log keeps every result in full. tool_use/tool_result pairs
 ones the model is about to read) are never elided.
 
 Size is measured in characters of the JSON of the messages (`json.dumps(messages,
-ensure_ascii=False)`), not tokens: it needs no tokenizer, works the same for every provider, and a
-token is roughly 3 to 4 characters of English or code. Tools and the system prompt are not
-counted (they are the same size on every request).
+ensure_ascii=False)`): it needs no tokenizer and works the same for every provider. The budget
+itself may be given in tokens too (`context_budget_tokens`, by default 80% of the model's context
+window): it is turned into characters at the ratio the API's own counts showed at the last request
+(`observe`, fed the model replies' usage), so the budget follows what the model is really sent.
+Tools and the system prompt are not counted in the size (they are the same on every request).
 
 `/compact` (see `compact`) goes further: it asks the model for a summary and starts a fresh
 context from it.
@@ -32,6 +34,12 @@ if TYPE_CHECKING:
     from agent_cli.session import Session
 
 Message = dict[str, Any]
+
+
+DEFAULT_CHARS_PER_TOKEN = 4.0
+"""Before the API has counted a request: about four characters of English or code a token."""
+MIN_CHARS_PER_TOKEN = 2.0
+MAX_CHARS_PER_TOKEN = 8.0
 
 
 def json_size(value: Any) -> int:
@@ -63,8 +71,15 @@ class ContextBudget:
     new messages, not a re-serialisation of the whole conversation.
     """
 
-    def __init__(self, budget_chars: int, emit: Callable[[ev.Notice], None] | None = None) -> None:
-        self.budget_chars = budget_chars
+    def __init__(self, budget_chars: int, emit: Callable[[ev.Notice], None] | None = None,
+                 budget_tokens: Callable[[], int | None] | None = None) -> None:
+        self.chars_limit = budget_chars
+        """The budget in characters (config context_budget_chars)."""
+        self.budget_tokens = budget_tokens
+        """The budget in tokens (config context_budget_tokens, or a share of the model's
+        window), asked before each request (a /model switch changes the window)."""
+        self.chars_per_token = DEFAULT_CHARS_PER_TOKEN
+        """Learned from the usage the API returns: characters sent per prompt token."""
         self.emit = emit
         self._cache: dict[int, _Entry] = {}
         self.last_full_chars = 0
@@ -77,6 +92,34 @@ class ContextBudget:
         """Whole tool exchanges left out of the last request (after stubs were not enough)."""
         self._warned_cut = False
         self._warned_over = False
+
+    @property
+    def budget_chars(self) -> int:
+        """The budget that binds, in characters: the character budget, or the token budget at
+        the characters-per-token ratio the API's counts showed, whichever is smaller."""
+        tokens = self.budget_tokens() if self.budget_tokens is not None else None
+        if not tokens:
+            return self.chars_limit
+        return min(self.chars_limit, int(tokens * self.chars_per_token))
+
+    @budget_chars.setter
+    def budget_chars(self, value: int) -> None:
+        self.chars_limit = value
+
+    def observe(self, event: ev.AnyEvent) -> None:
+        """An event sink: each model reply's usage tells how many tokens the characters sent at
+        the last request were. The prompt also holds the system prompt and the tools, so the
+        ratio errs low (the budget binds a little early, never late); it is clamped to a sane
+        range so a short conversation under a large tool list cannot shrink the budget to
+        nothing."""
+        if not isinstance(event, ev.ModelReply) or not self.last_sent_chars:
+            return
+        usage = event.usage
+        tokens = sum(int(usage.get(k, 0) or 0) for k in (
+            "input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"))
+        if tokens > 0:
+            ratio = self.last_sent_chars / tokens
+            self.chars_per_token = min(max(ratio, MIN_CHARS_PER_TOKEN), MAX_CHARS_PER_TOKEN)
 
     def _entry(self, msg: Message, cache: dict[int, _Entry]) -> _Entry:
         entry = self._cache.get(id(msg))
@@ -93,10 +136,11 @@ class ContextBudget:
         self.last_full_chars = total
         out = list(history)
         elided = 0
-        if total > self.budget_chars:
+        budget = self.budget_chars
+        if total > budget:
             # the last message holds the results the model has not read yet: keep it whole
             for i in range(len(entries) - 1):
-                if total <= self.budget_chars:
+                if total <= budget:
                     break
                 entry = entries[i]
                 if not entry.checked:
@@ -261,7 +305,9 @@ SUMMARY_INSTRUCTION = (
     "goals and instructions (quoted where exact wording matters), decisions made, files read or "
     "changed and what is in them that still matters, commands run and their outcomes, errors "
     "and denials with their reasons, and what remains to do. Be specific (paths, names, "
-    "numbers); leave out chatter. Answer with the summary only."
+    "numbers); when you state what a tool call found or did, name its call id as written in "
+    "the transcript ([call ID]), so each result can be traced to its call in the session log. "
+    "Leave out chatter. Answer with the summary only."
 )
 SUMMARY_PREFIX = (
     "[This conversation was compacted by agent-cli; the full record is in the session log. "
@@ -276,6 +322,8 @@ def transcript(messages: list[Message], cap_chars: int) -> str:
     request carries no tools, and both APIs reject tool blocks without them. Each tool result is
     cut to its head and tail; past `cap_chars`, the oldest part is dropped (and said so)."""
     lines: list[str] = []
+    names: dict[str, str] = {}
+    """call id -> tool name: each result names the call it answers."""
     for msg in messages:
         role = str(msg.get("role"))
         content = msg.get("content")
@@ -290,13 +338,18 @@ def transcript(messages: list[Message], cap_chars: int) -> str:
                 lines.append(f"{role.upper()}: {b.get('text', '')}")
             elif kind == "tool_use":
                 args = json.dumps(b.get("input"), ensure_ascii=False)
-                lines.append(f"ASSISTANT CALLS {b.get('name')} {_clip(args, 1000)}")
+                names[str(b.get("id"))] = str(b.get("name"))
+                lines.append(f"ASSISTANT CALLS {b.get('name')} [call {b.get('id')}] "
+                             f"{_clip(args, 1000)}")
             elif kind == "tool_result":
                 body = b.get("content", "")
                 if not isinstance(body, str):
                     body = json.dumps(body, ensure_ascii=False)
                 tag = "TOOL ERROR" if b.get("is_error") else "TOOL RESULT"
-                lines.append(f"{tag}: {_clip(body, TRANSCRIPT_RESULT_CAP)}")
+                call_id = str(b.get("tool_use_id"))
+                name = names.get(call_id, "tool")
+                lines.append(f"{tag} [call {call_id}, {name}]: "
+                             f"{_clip(body, TRANSCRIPT_RESULT_CAP)}")
     text = "\n\n".join(lines)
     if len(text) > cap_chars:
         text = "[... the earliest part of the conversation was dropped ...]\n\n" + text[-cap_chars:]

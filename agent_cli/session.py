@@ -56,7 +56,8 @@ def make_provider(settings: Settings) -> Provider:
     from agent_cli.providers.anthropic import AnthropicProvider
 
     return AnthropicProvider(settings.model, api_key=settings.api_key, base_url=settings.base_url,
-                             max_retries=settings.retries, retry_cap_s=settings.retry_cap_s)
+                             max_retries=settings.retries, retry_cap_s=settings.retry_cap_s,
+                             prompt_cache=settings.prompt_cache)
 
 
 def default_log_path(settings: Settings) -> Path:
@@ -148,7 +149,9 @@ class Session:
         # From here on, processes started through run_process (plugins) and MCP servers (which
         # start in the background before start()) get this sandbox by default.
         install(self.sandbox)
-        self.budget = ContextBudget(settings.context_budget_chars, self.emit)
+        self.budget = ContextBudget(settings.context_budget_chars, self.emit,
+                                    budget_tokens=self._budget_tokens)
+        self.sinks.append(self.budget.observe)
         self.loop.prepare = self.budget
         self.effects: WorkspaceRecorder | None = None
         """Records approved calls' effects for undo (config `undo`); also a sink for /undo."""
@@ -163,6 +166,14 @@ class Session:
         self._closed = False
         self.mcp: MCPHub | None = None
         """MCP servers, when configured (tools/mcp_bridge.attach sets it)."""
+
+    def _budget_tokens(self) -> int:
+        """Config context_budget_tokens, else 80% of the current model's context window."""
+        if self.settings.context_budget_tokens:
+            return self.settings.context_budget_tokens
+        from agent_cli.usage import context_window
+
+        return int(context_window(self.provider.model) * 0.8)
 
     def emit(self, event: ev.AnyEvent) -> None:
         for sink in self.sinks:

@@ -2,14 +2,21 @@
 
 A sink on the event stream: it counts `model_reply.usage` (and the usage of a /compact summary
 request, carried by its notice) under the model that was asked, so a /model switch mid-session
-is priced correctly. Cost needs the model in config `prices` (USD per million tokens); the key is
-the model name or a prefix of it ("gpt-4o" prices "gpt-4o-2024-08-06"). Without a price, tokens are
-shown and cost is not: never a guessed number.
+is priced correctly. Prices come from the table shipped in the package (agent_cli/data/models.json,
+the known Claude models) with config `prices` on top (USD per million tokens); the key is the model
+name or a prefix of it ("gpt-4o" prices "gpt-4o-2024-08-06"). Without a price, tokens are shown and
+cost is not: never a guessed number.
+
+The same table gives each model's context window, so /usage can say how full the context was at
+the last request, from the input the API reported (uncached + cache read + cache write).
 """
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Callable, Mapping
+from importlib import resources
 from typing import Any
 
 from agent_cli import events as ev
@@ -20,6 +27,51 @@ Usage = dict[str, int]
 # cache_write / cache_read entry for the model.
 CACHE_WRITE_FACTOR = 1.25
 CACHE_READ_FACTOR = 0.1
+
+
+DEFAULT_CONTEXT_WINDOW = 200_000
+
+
+@functools.cache
+def _table() -> dict[str, Any]:
+    """The shipped model table (read once; stdlib json, no import cost worth counting)."""
+    text = resources.files("agent_cli").joinpath("data/models.json").read_text(encoding="utf-8")
+    data: dict[str, Any] = json.loads(text)
+    return data
+
+
+def builtin_prices() -> dict[str, dict[str, float]]:
+    """Known models' list prices from the shipped table (no context_window entries)."""
+    return {name: {k: float(v) for k, v in entry.items() if k != "context_window"}
+            for name, entry in _table()["models"].items()}
+
+
+def effective_prices(configured: Mapping[str, Mapping[str, float]]
+                     ) -> dict[str, Mapping[str, float]]:
+    """The shipped prices with config `prices` on top: a configured model replaces the shipped
+    entry of that name whole, so a user's price is never mixed with ours."""
+    merged: dict[str, Mapping[str, float]] = dict(builtin_prices())
+    merged.update(configured)
+    return merged
+
+
+def context_window(model: str) -> int:
+    """Tokens the model can take in one request: the shipped table (exact name, then the longest
+    known prefix), else DEFAULT_CONTEXT_WINDOW."""
+    models = _table()["models"]
+    entry = models.get(model)
+    if entry is None:
+        best = max((k for k in models if model.startswith(k)), key=len, default=None)
+        entry = models[best] if best is not None else {}
+    window = entry.get("context_window") or _table().get("default_context_window")
+    return int(window or DEFAULT_CONTEXT_WINDOW)
+
+
+def context_tokens(usage: Mapping[str, Any]) -> int:
+    """The whole prompt of one request in tokens: with caching, the API splits it into uncached
+    input, cache reads and cache writes."""
+    return sum(int(usage.get(k, 0) or 0) for k in (
+        "input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"))
 
 
 def price_for(prices: Mapping[str, Mapping[str, float]], model: str) -> Mapping[str, float] | None:
@@ -57,9 +109,13 @@ def fmt_cost(usd: float) -> str:
 class UsageMeter:
     """Counts tokens from the events; answers totals, cost and the line shown after a turn."""
 
-    def __init__(self, prices: Mapping[str, Mapping[str, float]], model_of: Callable[[], str]):
-        self.prices = prices
+    def __init__(self, prices: Mapping[str, Mapping[str, float]], model_of: Callable[[], str],
+                 *, builtin: bool = True):
+        self.prices = effective_prices(prices) if builtin else dict(prices)
         self.model_of = model_of
+        self.last_context = 0
+        """Prompt tokens of the last model request (0 before the first)."""
+        self.last_model = ""
         self.by_model: dict[str, Usage] = {}
         self.requests = 0
         self._turn: dict[str, Usage] = {}
@@ -68,6 +124,9 @@ class UsageMeter:
     def __call__(self, event: ev.AnyEvent) -> None:
         if isinstance(event, ev.ModelReply):
             self.add(self.model_of(), event.usage)
+            if context_tokens(event.usage):
+                self.last_context = context_tokens(event.usage)
+                self.last_model = self.model_of()
         elif isinstance(event, ev.Notice) and event.kind == "compact":
             usage = getattr(event, "usage", None)
             if isinstance(usage, dict):
@@ -136,7 +195,24 @@ class UsageMeter:
         if total_cost is None:
             lines.append("(add [prices.\"MODEL\"] input/output USD per million tokens to your "
                          "config to see cost)")
+        ctx = self.context_line()
+        if ctx:
+            lines.append(ctx)
         return "\n".join(lines)
+
+    def context_share(self) -> float | None:
+        """The last request's prompt as a share of its model's window (None before any)."""
+        if not self.last_context:
+            return None
+        return self.last_context / context_window(self.last_model or self.model_of())
+
+    def context_line(self) -> str:
+        share = self.context_share()
+        if share is None:
+            return ""
+        window = context_window(self.last_model or self.model_of())
+        return (f"context: {self.last_context:,} of {window:,} tokens at the last request "
+                f"({share:.1%} of the window)")
 
 
 def _io(usage: Mapping[str, int]) -> str:

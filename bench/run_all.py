@@ -27,6 +27,7 @@ SCRIPTS = (
     "bench_peer_llm.py",
     "bench_log.py",
     "bench_context.py",
+    "bench_cache.py",
     "bench_render.py",
     "bench_run_command.py",
     "bench_mcp.py",

@@ -22,7 +22,13 @@ from agent_cli.config import Settings
 from agent_cli.providers.anthropic import AnthropicProvider
 from agent_cli.session import Session
 from agent_cli.tools.loader import load_tools
-from tests.fakes.anthropic_server import FakeAnthropic, RecordedRequest, text_reply, tool_reply
+from tests.fakes.anthropic_server import (
+    FakeAnthropic,
+    RecordedRequest,
+    strip_cache_control,
+    text_reply,
+    tool_reply,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -122,7 +128,7 @@ def test_cli_run_full_conversation(fake: FakeAnthropic, workspace: Path) -> None
     first, overloaded, retried = fake.requests
     for req in fake.requests:
         assert_request_shape(req)
-    assert first.body["messages"] == [
+    assert strip_cache_control(first.body["messages"]) == [
         {"role": "user", "content": [{"type": "text", "text": "do the thing"}]}]
     assert overloaded.body == retried.body
     assert_mixed_results(retried, workspace)

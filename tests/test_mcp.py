@@ -544,12 +544,12 @@ def test_core_works_without_the_mcp_extra(tmp_path: Path, workspace: Path) -> No
     assert out.returncode == 0, out.stderr
     records = [json.loads(line) for line in out.stdout.splitlines()]
     notices = [r["message"] for r in records if r["type"] == "notice"]
-    assert len([n for n in notices if "pip install 'agent-cli[mcp]'" in n]) == 1
+    assert len([n for n in notices if "pipx inject agent-cli-host mcp jsonschema" in n]) == 1
     assert [r["content"] for r in records if r["type"] == "tool_result"] == ["12"]
     listed = subprocess.run([PY, "-c", code, "mcp", "list", "--config", str(cfg)],
                             capture_output=True, text=True, timeout=60)
     assert listed.returncode == 1
-    assert "pip install 'agent-cli[mcp]'" in listed.stderr
+    assert "pipx inject agent-cli-host mcp jsonschema" in listed.stderr
     assert "Traceback" not in listed.stderr
 
 

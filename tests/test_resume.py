@@ -22,7 +22,7 @@ from agent_cli.cli import app
 from agent_cli.config import Settings
 from agent_cli.errors import LogError
 from agent_cli.session_log import BadLine, read_events, verify
-from tests.fakes.anthropic_server import FakeAnthropic, text_reply
+from tests.fakes.anthropic_server import FakeAnthropic, strip_cache_control, text_reply
 from tests.test_session_log import PLUGIN, make_session, text, tool_use
 
 REPO = Path(__file__).resolve().parent.parent
@@ -130,7 +130,7 @@ def test_resume_writes_a_new_log_that_names_the_old_one(workspace: Path, tmp_pat
                                      "--workspace", str(workspace), "--tools-dir", str(tools)],
                                input="and now?\n", env={"ANTHROPIC_API_KEY": "sk-test"})
         assert result.exit_code == 0, result.output
-        sent = fake.requests[0].body["messages"]
+        sent = strip_cache_control(fake.requests[0].body["messages"])
     assert sent[:-1] == rs.history_from_log(old)
     assert sent[-1] == {"role": "user", "content": [{"type": "text", "text": "and now?"}]}
     assert "carrying on" in result.output

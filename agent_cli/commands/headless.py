@@ -15,6 +15,8 @@ from agent_cli import events as ev
 from agent_cli.errors import UsageError
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from agent_cli.approval import Approver
     from agent_cli.cli import Common
     from agent_cli.session import Sink
@@ -65,7 +67,8 @@ def read_prompt(prompt: str) -> str:
     return text
 
 
-def run_headless(common: Common, prompt: str, output: str, plain: bool) -> int:
+def run_headless(common: Common, prompt: str, output: str, plain: bool,
+                 instructions: list[Path] | None = None) -> int:
     from rich.console import Console
 
     from agent_cli.approval import NonInteractiveApprover
@@ -75,6 +78,8 @@ def run_headless(common: Common, prompt: str, output: str, plain: bool) -> int:
         EXIT_OK,
         EXIT_USAGE,
         TURN_EXIT,
+        _attach_instructions,
+        _terminal_confirm,
         build_session,
         fail,
     )
@@ -116,6 +121,8 @@ def run_headless(common: Common, prompt: str, output: str, plain: bool) -> int:
     with signals:  # SIGTERM/SIGHUP take the Ctrl-C path, then exit 143/129
         try:
             session.start()
+            _attach_instructions(session, instructions, _terminal_confirm(err)
+                                 if sys.stdin.isatty() else None)
             result = session.send(text)
             reason, answer = result.reason, result.text
             code = TURN_EXIT.get(reason, EXIT_OK)

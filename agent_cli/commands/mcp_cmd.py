@@ -249,7 +249,8 @@ def register(app: typer.Typer) -> None:
                        f"{', '.join(servers) or '(none)'}.", EXIT_USAGE)
         if not mcp_available():
             raise fail("The optional MCP support is not installed; install it with: "
-                       "pip install 'agent-cli[mcp]'.", EXIT_FAILED)
+                       "pip install mcp jsonschema (with pipx: pipx inject agent-cli-host mcp "
+                       "jsonschema).", EXIT_FAILED)
         cfg = servers[name].model_copy(update={"enabled": True})
         hub = _start_hub({name: cfg}, common.workspace_dir())
         try:
@@ -410,7 +411,9 @@ def print_tools(console: "Console", settings: "Settings", workspace: Path) -> bo
         return True
     if not mcp_available():
         console.print(Text("MCP servers are configured but the mcp extra is not installed: "
-                           "pip install 'agent-cli[mcp]'", style="yellow"))
+                           "pip install mcp jsonschema (or pipx inject agent-cli-host mcp "
+                           "jsonschema)",
+                           style="yellow"))
         return True
     hub = _start_hub(servers, workspace)
     try:

@@ -32,7 +32,8 @@ from agent_cli.providers.http_errors import (
 NO_KEY = (
     "No Anthropic API key: set ANTHROPIC_API_KEY (export ANTHROPIC_API_KEY=sk-ant-...) or put "
     "api_key in your config file. To try agent-cli without a key, run the offline demo: "
-    "agent-cli chat --provider scripted --script examples/demo_script.json"
+    "agent-cli chat --demo (in the repository also: agent-cli chat --provider scripted "
+    "--script examples/demo_script.json)"
 )
 
 
@@ -44,6 +45,53 @@ def _block_to_dict(block: Any) -> dict[str, Any]:
         return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
     dumped: dict[str, Any] = block.model_dump(mode="json", exclude_none=True)
     return dumped
+
+
+EPHEMERAL = {"type": "ephemeral"}
+
+
+def with_cache_breakpoints(body: dict[str, Any]) -> dict[str, Any]:
+    """The request with prompt-caching breakpoints, as the Messages API documents them (at most
+    four `cache_control: {"type": "ephemeral"}` marks; each caches the prefix up to it, in the
+    order tools, system, messages):
+
+    1. the last tool definition (all tools: they change only when a tool joins or leaves);
+    2. the system prompt;
+    3. the last block of the last message (the conversation so far: the next request reads it);
+    4. the last block of the user message before it: where the previous request put mark 3, so
+       that request's entry is found even when a reply added more than the API's 20-block
+       look-back (many tool calls at once).
+
+    The history is never changed: only the copies sent carry the marks, so a prefix is
+    byte-for-byte what the previous request sent, which is what a cache hit needs.
+    """
+    out = dict(body)
+    tools = body.get("tools")
+    if tools:
+        out["tools"] = [*tools[:-1], {**tools[-1], "cache_control": EPHEMERAL}]
+    system = body.get("system")
+    if isinstance(system, str) and system:
+        out["system"] = [{"type": "text", "text": system, "cache_control": EPHEMERAL}]
+    messages = list(body.get("messages") or [])
+    users = [i for i, m in enumerate(messages) if m.get("role") == "user"]
+    for i in users[-2:]:
+        messages[i] = _mark_last_block(messages[i])
+    out["messages"] = messages
+    return out
+
+
+def _mark_last_block(message: dict[str, Any]) -> dict[str, Any]:
+    content = message.get("content")
+    if isinstance(content, str):
+        if not content:
+            return message
+        blocks: list[Any] = [{"type": "text", "text": content}]
+    elif isinstance(content, list) and content and isinstance(content[-1], dict):
+        blocks = list(content)
+    else:
+        return message
+    blocks[-1] = {**blocks[-1], "cache_control": EPHEMERAL}
+    return {**message, "content": blocks}
 
 
 _frozen = False
@@ -72,8 +120,11 @@ class AnthropicProvider:
         max_retries: int = 4,
         retry_cap_s: float = 30.0,
         timeout_s: float = 600.0,
+        prompt_cache: bool = True,
     ) -> None:
         self.model = model
+        self.prompt_cache = prompt_cache
+        """Send cache_control breakpoints (config `prompt_cache`)."""
         self.api_key = api_key or os.environ.get("ANTHROPIC_API_KEY")
         self.base_url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
         if not self.api_key and not os.environ.get("ANTHROPIC_AUTH_TOKEN"):
@@ -156,6 +207,8 @@ class AnthropicProvider:
             kwargs["tools"] = request.tools
         if request.system:
             kwargs["system"] = request.system
+        if self.prompt_cache:
+            kwargs = with_cache_breakpoints(kwargs)
         client = self.client()
         attempt = 0
         while True:

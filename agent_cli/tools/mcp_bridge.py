@@ -60,7 +60,8 @@ if TYPE_CHECKING:
 
 MISSING_EXTRA = (
     "MCP servers are configured ({names}) but the optional MCP support is not installed; "
-    "install it with: pip install 'agent-cli[mcp]' (or set enabled = false for those servers)."
+    "install it into agent-cli's environment: pip install mcp jsonschema (with pipx: pipx inject "
+    "agent-cli-host mcp jsonschema), or set enabled = false for those servers."
 )
 STOP_GRACE_S = 8.0
 """Longest wait for all servers to stop on close (the SDK's own shutdown is bounded at ~6 s)."""

@@ -431,6 +431,128 @@ def partial_json_loads(raw: str) -> JSON:
     return value if isinstance(value, dict) else {}
 
 
+
+# --------------------------------------------------------------------------- prompt-cache billing
+
+CACHE_LOOKBACK_BLOCKS = 20
+"""The API looks for an earlier cache entry at most this many blocks before a breakpoint."""
+MIN_CACHEABLE_TOKENS = 1024
+"""A prefix shorter than this is never cached (the documented minimum for Sonnet/Opus models)."""
+
+
+def estimate_tokens(text: str) -> int:
+    """The fake's deterministic tokenizer: a token per four characters (at least one)."""
+    return max(1, len(text) // 4)
+
+
+def _segments(body: JSON) -> list[tuple[str, bool]]:
+    """The prompt as the cache sees it, in the API's order (tools, system, messages), one entry
+    per block: its canonical JSON without ``cache_control``, and whether it carries a breakpoint.
+    Moving a breakpoint therefore never changes a prefix's key; changing a byte does."""
+    out: list[tuple[str, bool]] = []
+
+    def add(kind: str, item: Any) -> None:
+        marked = isinstance(item, dict) and "cache_control" in item
+        if isinstance(item, dict):
+            item = {k: v for k, v in item.items() if k != "cache_control"}
+        out.append((json.dumps([kind, item], sort_keys=True, ensure_ascii=False), marked))
+
+    for tool in body.get("tools") or []:
+        add("tool", tool)
+    system = body.get("system")
+    if isinstance(system, str):
+        add("system", {"type": "text", "text": system})
+    elif isinstance(system, list):
+        for block in system:
+            add("system", block)
+    for msg in body.get("messages") or []:
+        content = msg.get("content")
+        role = str(msg.get("role"))
+        if isinstance(content, str):
+            add(role, {"type": "text", "text": content})
+        else:
+            for block in content or []:
+                add(role, block)
+    return out
+
+
+def _cache_controls(body: JSON) -> list[Any]:
+    """Every cache_control value in the request (tools, system blocks, message blocks)."""
+    found: list[Any] = []
+    items: list[Any] = list(body.get("tools") or [])
+    if isinstance(body.get("system"), list):
+        items += body["system"]
+    for msg in body.get("messages") or []:
+        if isinstance(msg, dict) and isinstance(msg.get("content"), list):
+            items += msg["content"]
+    for item in items:
+        if isinstance(item, dict) and "cache_control" in item:
+            found.append(item["cache_control"])
+    return found
+
+
+def strip_cache_control(value: Any) -> Any:
+    """`value` without any ``cache_control`` key, for comparing what was sent with a history."""
+    if isinstance(value, dict):
+        return {k: strip_cache_control(v) for k, v in value.items() if k != "cache_control"}
+    if isinstance(value, list):
+        return [strip_cache_control(v) for v in value]
+    return value
+
+
+class PromptCache:
+    """What the API would bill for a request, from the prefixes it has cached before.
+
+    Each prefix ending at a ``cache_control`` breakpoint is stored under a hash of its exact
+    canonical bytes (and the model). A request reads the longest stored prefix found at or up to
+    CACHE_LOOKBACK_BLOCKS blocks before one of its breakpoints, writes the rest up to its last
+    breakpoint, and pays full price for what follows. Entries never expire (the real ones live
+    five minutes after their last use: a scripted session is faster than that).
+    """
+
+    def __init__(self, min_tokens: int = MIN_CACHEABLE_TOKENS) -> None:
+        self.min_tokens = min_tokens
+        self._entries: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def bill(self, body: JSON) -> dict[str, int]:
+        import hashlib
+
+        segments = _segments(body)
+        h = hashlib.sha256(str(body.get("model")).encode())
+        keys: list[str] = []
+        cumulative: list[int] = []
+        total = 0
+        for text, _ in segments:
+            h.update(text.encode("utf-8", "replace"))
+            keys.append(h.hexdigest())
+            total += estimate_tokens(text)
+            cumulative.append(total)
+        # the request's own framing (model, max_tokens, ...) is always billed as input
+        framing = estimate_tokens(json.dumps(
+            {k: v for k, v in body.items() if k not in ("tools", "system", "messages")},
+            sort_keys=True))
+        marks = [i for i, (_, marked) in enumerate(segments) if marked]
+        if not marks:
+            return {"input_tokens": total + framing, "cache_creation_input_tokens": 0,
+                    "cache_read_input_tokens": 0}
+        with self._lock:
+            read = 0
+            for mark in marks:
+                for i in range(mark, max(-1, mark - CACHE_LOOKBACK_BLOCKS), -1):
+                    if keys[i] in self._entries:
+                        read = max(read, cumulative[i])
+                        break
+            cached_to = read
+            for mark in marks:
+                if cumulative[mark] >= self.min_tokens:
+                    self._entries[keys[mark]] = cumulative[mark]
+                    cached_to = max(cached_to, cumulative[mark])
+        return {"input_tokens": total - cached_to + framing,
+                "cache_creation_input_tokens": cached_to - read,
+                "cache_read_input_tokens": read}
+
+
 # --------------------------------------------------------------------------- Anthropic
 
 
@@ -443,7 +565,8 @@ class Reply(Fault):
     other block (sent as-is). A tool_use block may carry ``"raw_input": "<json text>"`` instead of
     ``input`` to stream exactly that text (e.g. JSON truncated by max_tokens).
     ``stop_reason`` None means: "tool_use" if any tool_use block, else "end_turn".
-    ``usage`` entries override the computed token counts.
+    ``usage`` entries override the computed token counts (input tokens are billed by
+    ``PromptCache``: uncached input, cache writes and cache reads).
     """
 
     content: list[JSON] = field(default_factory=list)
@@ -508,6 +631,12 @@ class FakeAnthropic(FakeServerBase[Reply]):
 
     name = "FakeAnthropic"
     reply_cls = Reply
+
+    def __init__(self, *args: Any, cache_min_tokens: int = MIN_CACHEABLE_TOKENS,
+                 **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.prompt_cache = PromptCache(cache_min_tokens)
+        """Input tokens are billed as the API would, from the breakpoints each request sends."""
 
     def ignored_reply_keys(self) -> set[str]:
         # lets a dumped real Message be replayed as a reply
@@ -613,10 +742,8 @@ class FakeAnthropic(FakeServerBase[Reply]):
             "tool_use" if any(b.get("type") == "tool_use" for b in content) else "end_turn"
         )
         usage: JSON = {
-            "input_tokens": max(1, len(req.raw_body) // 4),
+            **self.prompt_cache.bill(req.body),
             "output_tokens": max(1, out_chars // 4),
-            "cache_creation_input_tokens": 0,
-            "cache_read_input_tokens": 0,
             "service_tier": "standard",
         }
         usage.update(reply.usage or {})
@@ -737,6 +864,11 @@ def _validate_messages_request(req: RecordedRequest) -> str | None:
     for tool in body.get("tools") or []:
         if isinstance(tool, dict) and "input_schema" in tool and not tool.get("name"):
             return "tools: each custom tool needs a name"
+    controls = _cache_controls(body)
+    if len(controls) > 4:
+        return f"A maximum of 4 blocks with cache_control may be provided. Found {len(controls)}."
+    if any(not isinstance(c, dict) or c.get("type") != "ephemeral" for c in controls):
+        return "cache_control: type must be 'ephemeral'"
 
     def blocks(msg: JSON, btype: str) -> list[JSON]:
         content = msg["content"]
