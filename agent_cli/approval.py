@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -130,17 +130,25 @@ class DenyRule(BaseModel):
 
 
 class Gate:
-    """The policy in one place: deny rules, then read-only calls, then the approver."""
+    """The policy in one place: deny rules, read-only mode, then read-only calls, then the
+    approver."""
 
-    def __init__(self, approver: Approver, rules: Iterable[DenyRule] = ()) -> None:
+    def __init__(self, approver: Approver, rules: Iterable[DenyRule] = (),
+                 read_only: Callable[[], str | None] | None = None) -> None:
         self.approver = approver
         self.rules = list(rules)
+        self.read_only = read_only
+        """Returns the reason when the session is in read-only mode (tools/scope.py), else None:
+        then every write call is refused before a panel, whatever reached the gate."""
 
     def decide(self, request: ApprovalRequest) -> Decision:
         for rule in self.rules:
             if rule.matches(request.name, request.args):
                 why = rule.describe() + (f": {rule.reason}" if rule.reason else "")
                 return Denied(request.call_id, f"refused by {why}", by="rule")
+        mode = self.read_only() if self.read_only is not None else None
+        if mode is not None and request.effect != "read":
+            return Denied(request.call_id, f"refused: {mode}", by="policy")
         if request.effect == "read":
             return Approved(request.call_id, request.args_hash, by="policy")
         decision = self.approver.decide(request)

@@ -81,6 +81,24 @@ class Settings(BaseModel):
     """USD per million tokens by model: {"input": 3.0, "output": 15.0}."""
     mcp: dict[str, dict[str, MCPServer]] = {}
     """[mcp.servers.NAME] tables."""
+    # Scoped agency (tools/scope.py): what the session offers the model, and its budgets.
+    tools: list[str] | None = None
+    """Only these tools are offered (names or fnmatch globs such as "git__*"); default: all."""
+    exclude_tools: list[str] = []
+    """Tools never offered (names or globs), applied after `tools`."""
+    read_only: bool = False
+    """Offer only read tools and refuse every write call before a panel."""
+    tool_choice: str = Field("auto", pattern=r"^(auto|any|none|[a-zA-Z0-9_-]{1,64})$")
+    """auto (the model decides), any (it must call some tool), none (no calls), or a tool name
+    (it must call that tool)."""
+    strict_tools: bool = True
+    """OpenAI provider: send schemas that fit strict mode with `strict: true`."""
+    skills_dirs: list[str] = []
+    """Folders of Agent Skills (NAME/SKILL.md); never read from the workspace unless named."""
+    max_tool_calls: int | None = Field(None, ge=1)
+    """Tool calls allowed in the whole session; the session ends when they are used up."""
+    max_cost_usd: float | None = Field(None, gt=0)
+    """Dollars the session may spend (needs `prices` for the model); it ends when reached."""
 
 
 ENV_MAP = {
@@ -106,7 +124,7 @@ def home() -> Path:
     return base / "agent-cli"
 
 
-PATH_KEYS = ("tools_dirs", "log_dir", "script")
+PATH_KEYS = ("tools_dirs", "log_dir", "script", "skills_dirs")
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
