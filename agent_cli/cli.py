@@ -452,6 +452,10 @@ from agent_cli.commands import eval_cmd  # noqa: E402
 
 eval_cmd.register(app)
 
+from agent_cli.commands import trust_cmd  # noqa: E402
+
+trust_cmd.register(app)
+
 
 def main() -> None:
     try:

@@ -225,6 +225,12 @@ class Session:
             self.emit(ev.Notice(message=problem, kind="plugin_error"))
         for problem in self.skills.problems if self.skills is not None else []:
             self.emit(ev.Notice(message=problem, kind="plugin_error"))
+        if isinstance(self.registry, ScopedRegistry) and not self.settings.mcp.get("servers"):
+            loaded = [t.name for t in self.registry.all_tools()]
+            for glob in self.registry.scope.unmatched(loaded):
+                self.emit(ev.Notice(message=f"The tool pattern {glob!r} matches no loaded tool "
+                                    "(a typo?); `agent-cli tools` lists them.",
+                                    kind="plugin_error"))
         if self.mcp is not None:
             self.mcp.sync()
 

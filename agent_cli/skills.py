@@ -8,8 +8,9 @@ config `skills_dirs` only (none by default), never from the workspace unless nam
 
 A skill is instructions the model will follow, so it is pinned like a plugin (the same pin store,
 tools/trust.py): trusted on first use, and a SKILL.md that changed since is held out, named, until
-the user runs `agent-cli tools --trust FILE`. The body is read once, at start, from the bytes that
-were checked against the pin: what the model gets later is exactly what was trusted.
+the user runs `agent-cli trust FILE` (or `agent-cli tools --trust FILE`). The body is read once,
+at start, from the bytes that were checked against the pin: what the model gets later is exactly
+what was trusted.
 
 The front matter is parsed here (a small subset of YAML: `key: value` lines, quoted values, and
 `>` / `|` blocks); agent-cli adds no YAML dependency for two fields.
@@ -137,8 +138,8 @@ def _load_one(path: Path, out: SkillSet, pins: PluginPins | None) -> None:
         if not check.ok:
             detail = check.message.split("\n", 1)[1] if "\n" in check.message else ""
             out.problems.append(f"{path}: skill {name} changed since you trusted it, so it is "
-                                "not offered. If you made the change, run `agent-cli tools "
-                                f"--trust {path}`." + (f"\n{detail}" if detail else ""))
+                                "not offered. If you made the change, run `agent-cli trust "
+                                f"{path}`." + (f"\n{detail}" if detail else ""))
             return
     out.skills[name] = Skill(name, description, body, path)
 

@@ -168,3 +168,13 @@ def test_tool_choice_of_a_tool_not_offered_is_a_usage_error(fake: FakeAnthropic,
     assert proc.returncode == 2
     assert "no tool of that name is offered" in proc.stderr
     assert fake.requests == []
+
+
+def test_a_pattern_that_matches_nothing_is_pointed_out(fake: FakeAnthropic,
+                                                       tmp_path: Path) -> None:
+    fake.add(text_reply("ok"))
+    proc = run_cli(["--workspace", str(tmp_path), "--tools", "read_file,wirte_file", "hi"], fake)
+    no_traceback(proc)
+    assert proc.returncode == 0
+    assert "The tool pattern 'wirte_file' matches no loaded tool" in " ".join(proc.stdout.split())
+    assert offered(fake.requests[0]) == ["read_file"]
