@@ -742,10 +742,6 @@ def _validate_messages_request(req: RecordedRequest) -> str | None:
             return "tool_choice may only be specified while providing tools."
         if choice["type"] == "tool" and choice.get("name") not in names:
             return f"tool_choice: tool {choice.get('name')!r} was not found in tools"
-    if not names and any(isinstance(m.get("content"), list) and any(
-            isinstance(b, dict) and b.get("type") in ("tool_use", "tool_result")
-            for b in m["content"]) for m in messages if isinstance(m, dict)):
-        return ("Requests which include `tool_use` or `tool_result` blocks must define tools.")
 
     def blocks(msg: JSON, btype: str) -> list[JSON]:
         content = msg["content"]
@@ -788,4 +784,8 @@ def _validate_messages_request(req: RecordedRequest) -> str | None:
                         f"`tool_result` blocks: {b.get('tool_use_id')}. Each `tool_result` block "
                         "must have a corresponding `tool_use` block in the previous message."
                     )
+    if not names and any(isinstance(m.get("content"), list) and any(
+            isinstance(b, dict) and b.get("type") in ("tool_use", "tool_result")
+            for b in m["content"]) for m in messages if isinstance(m, dict)):
+        return ("Requests which include `tool_use` or `tool_result` blocks must define tools.")
     return None
