@@ -114,9 +114,9 @@ class Loop:
         self.cost: Callable[[], float | None] | None = None
         """Dollars spent so far in the session, for `limits.max_cost_usd` (the usage meter)."""
         self.tool_calls = 0
+        """Tool calls the model made in this session, for `limits.max_tool_calls`."""
         self._repeat_note: str | None = None
         """Appended to the next successful result: the model repeated one call (see _run_calls)."""
-        """Tool calls the model made in this session, for `limits.max_tool_calls`."""
 
     # -- a user turn -------------------------------------------------------------------------
 
@@ -201,9 +201,10 @@ class Loop:
                 return self._end("repeated_failure", turn.text, turn.usage,
                                  f"Stopped: {failures.tripped} {what} {failures.count} times "
                                  "in a row with the same input. Say how to proceed.")
-            spent = self.budget_spent()
-            if spent is not None and self.limits.max_tool_calls is not None and \
-                    self.tool_calls >= self.limits.max_tool_calls:
+            cap = self.limits.max_tool_calls
+            if cap is not None and self.tool_calls >= cap:
+                # No reply could use a tool any more: end now rather than ask for one.
+                spent = self.budget_spent() or "Session budget reached."
                 self.emit(ev.Notice(message=spent, kind="budget"))
                 return self._end("budget", turn.text, turn.usage, spent, shown=True)
         return self._end("max_turns", turn.text, turn.usage,
@@ -275,8 +276,8 @@ class Loop:
             repeats = failures.repeats_if_ok(str(use.get("name")), use.get("input"))
             self._repeat_note = None if repeats < REPEAT_NOTE_AFTER else (
                 f"\n\n[agent-cli note: this is the same {use.get('name')} call with the same "
-                f"input {repeats} times in a row; repeating it will not change its result. Use "
-                "the result above, or try something different.]")
+                f"input {repeats} times in a row; repeating it is unlikely to tell you anything "
+                "new. Use the result above, or try something different.]")
             try:
                 result = self._one_call(use, i)
             except _Interrupted as stop:
