@@ -9,7 +9,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -232,11 +232,16 @@ def _path_forms(value: str, workspace: str) -> set[str]:
 
 
 class Gate:
-    """The policy in one place: deny rules, then read-only calls, then the approver."""
+    """The policy in one place: deny rules, read-only mode, then read-only calls, then the
+    approver."""
 
-    def __init__(self, approver: Approver, rules: Iterable[DenyRule] = ()) -> None:
+    def __init__(self, approver: Approver, rules: Iterable[DenyRule] = (),
+                 read_only: Callable[[], str | None] | None = None) -> None:
         self.approver = approver
         self.rules = list(rules)
+        self.read_only = read_only
+        """Returns the reason when the session is in read-only mode (tools/scope.py), else None:
+        then every write call is refused before a panel, whatever reached the gate."""
 
     def rule_denial(self, request: ApprovalRequest) -> Denied | None:
         """The denial of the first deny rule that matches, if any (asked before any panel)."""
@@ -249,12 +254,17 @@ class Gate:
 
     def would_ask(self, request: ApprovalRequest) -> bool:
         """True when `decide` would open a panel: a write call no deny rule refuses."""
-        return request.effect != "read" and self.rule_denial(request) is None
+        read_only = self.read_only() if self.read_only is not None else None
+        return request.effect != "read" and self.rule_denial(request) is None \
+            and read_only is None
 
     def decide(self, request: ApprovalRequest) -> Decision:
         refused = self.rule_denial(request)
         if refused is not None:
             return refused
+        mode = self.read_only() if self.read_only is not None else None
+        if mode is not None and request.effect != "read":
+            return Denied(request.call_id, f"refused: {mode}", by="policy")
         if request.effect == "read":
             return Approved(request.call_id, request.args_hash, by="policy")
         decision = self.approver.decide(request)

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from agent_cli.approval import Approver
     from agent_cli.config import Settings
     from agent_cli.session import Session, Sink
-    from agent_cli.tools.registry import Registry
+    from agent_cli.tools.scope import Scope as ToolScope
 
 from agent_cli.commands.help import App, PlainCommand, plain_everywhere
 
@@ -71,13 +71,17 @@ EXIT_REPEATED = 5
 EXIT_MAX_TOKENS = 6
 EXIT_DENIED = 7
 """The model finished, but one or more write calls were denied (so the task may be undone)."""
+EXIT_BUDGET = 8
+"""The session's budget (max_tool_calls, max_cost_usd) was used up."""
+EXIT_REFUSAL = 9
+"""The model refused (stop reason `refusal`)."""
 EXIT_INTERRUPTED = 130
 EXIT_NOT_FOUND = 2
 """A LOG or other named file that does not exist: a usage error, the same for every command."""
 TURN_EXIT = {
     "end_turn": EXIT_OK, "stop_sequence": EXIT_OK, "max_turns": EXIT_LIMIT,
     "error": EXIT_PROVIDER, "repeated_failure": EXIT_REPEATED, "max_tokens": EXIT_MAX_TOKENS,
-    "interrupted": EXIT_INTERRUPTED,
+    "refusal": EXIT_REFUSAL, "budget": EXIT_BUDGET, "interrupted": EXIT_INTERRUPTED,
 }
 
 
@@ -100,14 +104,28 @@ class Common:
     script: Path | None = None
     max_turns: int | None = None
     sandbox: str | None = None
+    tools: list[str] | None = None
+    exclude_tools: list[str] | None = None
+    read_only: bool | None = None
+    tool_choice: str | None = None
+    max_tool_calls: int | None = None
+    max_cost_usd: float | None = None
 
     def settings(self) -> Settings:
         from agent_cli.config import load_settings
+        from agent_cli.tools.scope import split_globs
 
         flags: dict[str, Any] = {"model": self.model, "provider": self.provider,
                                  "base_url": self.base_url, "max_turns": self.max_turns,
                                  "script": str(self.script) if self.script else None,
-                                 "sandbox": self.sandbox}
+                                 "sandbox": self.sandbox,
+                                 "tools": split_globs(self.tools) if self.tools else None,
+                                 "exclude_tools": split_globs(self.exclude_tools)
+                                 if self.exclude_tools else None,
+                                 "read_only": True if self.read_only else None,
+                                 "tool_choice": self.tool_choice,
+                                 "max_tool_calls": self.max_tool_calls,
+                                 "max_cost_usd": self.max_cost_usd}
         if self.script and not self.provider:
             flags["provider"] = "scripted"
         return load_settings(self.config, flags)
@@ -149,6 +167,25 @@ _COMMON_OPTIONS: dict[str, Any] = {
         "--sandbox", metavar="MODE",
         help="workspace (default): approved commands and MCP servers may write only in the "
         "workspace and a temporary folder, no network; off: they run with all your rights.")],
+    "tools": Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
+        "--tools", metavar="NAMES",
+        help="Offer only these tools: names or globs, comma-separated or repeated "
+        "(--tools read_file,list_dir,'git__*').")],
+    "exclude_tools": Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
+        "--exclude-tools", metavar="NAMES",
+        help="Never offer these tools (names or globs, comma-separated or repeated).")],
+    "read_only": Annotated[Optional[bool], typer.Option(  # noqa: UP045
+        "--read-only",
+        help="Offer only read tools; every write call is refused before a panel.")],
+    "tool_choice": Annotated[Optional[str], typer.Option(  # noqa: UP045
+        "--tool-choice", metavar="auto|any|none|TOOL",
+        help="Whether the model may, must or must not call tools, or must call TOOL.")],
+    "max_tool_calls": Annotated[Optional[int], typer.Option(  # noqa: UP045
+        "--max-tool-calls", metavar="N", min=1,
+        help="Tool calls allowed in the whole session; it ends when they are used up.")],
+    "max_cost_usd": Annotated[Optional[float], typer.Option(  # noqa: UP045
+        "--max-cost-usd", metavar="USD", min=0.0,
+        help="Dollars the session may spend (needs config prices); it ends when reached.")],
 }
 
 
@@ -220,18 +257,18 @@ def build_session(
     history: list[dict[str, Any]] | None = None,
     continues: str | None = None,
     log_path: Path | None = None,
-    scope: Callable[[Registry], Registry] | None = None,
+    scope: ToolScope | None = None,
 ) -> Session:
-    """`scope` may narrow the tools offered (eval tasks' `tools`/`read_only`); the registry it
-    returns is the one MCP tools join later, so it can refuse those too."""
-    from agent_cli.session import Session, load_registry, make_provider
+    """The tools offered are those in the settings' scope (`tools`, `exclude_tools`,
+    `read_only`), narrowed further by `scope` (an eval task's); the scoped registry is the one
+    MCP tools join later, so they are held to it too."""
+    from agent_cli.session import Session, load_registry, make_provider, session_scope
 
     settings = common.settings()
     workspace = common.workspace_dir()
     provider = make_provider(settings)
     registry, report = load_registry(settings, common.tools_dir)
-    if scope is not None:
-        registry = scope(registry)
+    registry = session_scope(settings, registry, scope)
     session = Session(settings, workspace=workspace, provider=provider, registry=registry,
                       approver=approver, sinks=sinks, log_path=log_path or common.log,
                       history=history, continues=continues, load_report=report)
@@ -280,7 +317,7 @@ def chat(
     from agent_cli.ui.keys import EscWatcher, PausingApprover
     from agent_cli.ui.panel import TerminalApprover
     from agent_cli.ui.render import Renderer
-    from agent_cli.ui.repl import as_shown, make_prompt, run_repl
+    from agent_cli.ui.repl import as_shown, make_prompt, prompt_text, run_repl
     from agent_cli.ui.status import TerminalView
 
     console = Console(highlight=False)
@@ -305,7 +342,8 @@ def chat(
     session = build_session(common, console=console, approver=EndingApprover(approver, signals),
                             sinks=[view], history=history, continues=continues)
     if _interactive():
-        prompt_read = make_prompt(home() / "history", session.log.redactor)
+        prompt_read = make_prompt(home() / "history", session.log.redactor,
+                                  lambda: prompt_text(session))
     else:
         def prompt_read() -> str:
             line = sys.stdin.readline()
@@ -366,26 +404,6 @@ def _attach_instructions(session: Session, given: list[Path] | None, confirm: An
         session.close("error")
         raise
     ins.attach(session, outcome)
-
-
-@app.command("trust")
-@guarded
-def trust_cmd(
-    files: Annotated[list[Path], typer.Argument(metavar="FILE...", help="The files to trust.")],
-) -> None:
-    """Trust a pinned file as it is now: a project instruction file or a plugin you changed.
-    Shows what changed since it was last trusted."""
-    from rich.console import Console
-
-    from agent_cli.tools.trust import PluginPins
-    from agent_cli.ui.safe_rich import safe
-
-    console = Console(highlight=False)
-    pins = PluginPins()
-    for file in files:
-        if not file.is_file():
-            raise fail(f"{file} is not a file; give the path of the file to trust.", EXIT_USAGE)
-        console.print(safe(pins.trust(file)))
 
 
 def _demo_setup(common: Common, console: Console) -> None:
@@ -461,8 +479,9 @@ def run(
         "--instructions", metavar="FILE", help=INSTRUCTIONS_HELP)] = None,
 ) -> None:
     """Do one task headless and exit. Exit codes: 0 done, 1 error, 2 usage, 3 turn limit,
-    4 model/API error, 5 repeated tool failure, 6 output limit, 7 done but write calls were
-    denied, 130 interrupted, 143/129 ended by SIGTERM/SIGHUP.
+    4 model/API error, 5 repeated tool call, 6 output limit (max_tokens), 7 done but write
+    calls were denied, 8 session budget used up, 9 the model refused, 130 interrupted,
+    143/129 ended by SIGTERM/SIGHUP.
 
     Write calls ask on the terminal; with no terminal they are denied, never approved."""
     from agent_cli.commands.headless import run_headless
@@ -499,14 +518,25 @@ def tools(
                            EXIT_USAGE)
             console.print(safe(pins.trust(file)))
         return
-    registry, report = load_registry(common.settings(), common.tools_dir)
+    from agent_cli.session import session_scope
+
+    settings = common.settings()
+    loaded, report = load_registry(settings, common.tools_dir)
+    registry = session_scope(settings, loaded)
     for tool in registry:
         console.print(Text.assemble(safe(tool.name, "bold"), "  ",
                                     safe(tool.effect, "green" if tool.effect == "read" else "red"),
                                     ("  schema ", "dim"), safe(tool.schema_hash(), "dim")))
         console.print(Text("  source: ", style="dim") + safe(tool.source, "dim"))
         console.print(Text("  args: ", style="dim") + safe(_args_summary(tool.schema())))
+        for example in tool.input_examples:
+            console.print(Text("  example: ", style="dim")
+                          + safe(json.dumps(example, ensure_ascii=False)))
         console.print(Padding(safe(tool.description), (0, 0, 0, 2)))
+    for tool, why in registry.hidden():
+        console.print(Text("not offered: ", style="yellow") + safe(tool.name, "bold")
+                      + safe(f" ({why})", "dim"))
+
     from agent_cli.commands.mcp_cmd import print_tools
 
     mcp_ok = print_tools(console, common.settings(), common.workspace_dir())
@@ -525,14 +555,35 @@ def _schema_type(prop: dict[str, Any]) -> str:
     return kind
 
 
+CONSTRAINT_KEYS = ("enum", "const", "minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum",
+                   "minLength", "maxLength", "pattern", "format", "minItems", "maxItems")
+"""Schema keywords that narrow what a value may be; `agent-cli tools` shows them, since the
+model is held to them and a call that breaks one is rejected."""
+
+
+def _constraints(prop: dict[str, Any]) -> list[str]:
+    found = [f"{key} {json.dumps(prop[key], ensure_ascii=False)}"
+             for key in CONSTRAINT_KEYS if key in prop]
+    for option in prop.get("anyOf", []):
+        if isinstance(option, dict):
+            found += _constraints(option)
+    if isinstance(prop.get("items"), dict):
+        found += [f"items {c}" for c in _constraints(prop["items"])]
+    return found
+
+
 def _args_summary(schema: dict[str, Any]) -> str:
-    """`name: type` for each argument; optional ones show their default."""
+    """`name: type` for each argument, with its constraints (enum, min/max, pattern...);
+    optional ones show their default."""
     required = set(schema.get("required", []))
     parts = []
     for name, prop in schema.get("properties", {}).items():
         text = f"{name}: {_schema_type(prop)}"
         if name not in required and "default" in prop:
             text += f" = {json.dumps(prop['default'])}"
+        limits = _constraints(prop)
+        if limits:
+            text += f" [{', '.join(limits)}]"
         parts.append(text)
     return ", ".join(parts) or "(none)"
 
@@ -552,6 +603,10 @@ undo_cmd.register(app)
 from agent_cli.commands import eval_cmd  # noqa: E402
 
 eval_cmd.register(app)
+
+from agent_cli.commands import trust_cmd  # noqa: E402
+
+trust_cmd.register(app)
 
 
 plain_everywhere(app)  # also the sub-apps' commands: plain metavars, whole summaries

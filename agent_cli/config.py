@@ -144,6 +144,25 @@ class Settings(BaseModel):
     inside the workspace (a server: its cwd) and a private temporary folder, no network unless
     asked for. "off" runs them with all your rights (--sandbox off, for one session)."""
 
+    # Scoped agency (tools/scope.py): what the session offers the model, and its budgets.
+    tools: list[str] | None = None
+    """Only these tools are offered (names or fnmatch globs such as "git__*"); default: all."""
+    exclude_tools: list[str] = []
+    """Tools never offered (names or globs), applied after `tools`."""
+    read_only: bool = False
+    """Offer only read tools and refuse every write call before a panel."""
+    tool_choice: str = Field("auto", pattern=r"^(auto|any|none|[a-zA-Z0-9_-]{1,64})$")
+    """auto (the model decides), any (it must call some tool), none (no calls), or a tool name
+    (it must call that tool)."""
+    strict_tools: bool = True
+    """OpenAI provider: send schemas that fit strict mode with `strict: true`."""
+    skills_dirs: list[str] = []
+    """Folders of Agent Skills (NAME/SKILL.md); never read from the workspace unless named."""
+    max_tool_calls: int | None = Field(None, ge=1)
+    """Tool calls allowed in the whole session; the session ends when they are used up."""
+    max_cost_usd: float | None = Field(None, gt=0)
+    """Dollars the session may spend (needs `prices` for the model); it ends when reached."""
+
     _config_files: tuple[str, ...] = PrivateAttr(default=())
     """The config files these settings were read from (the user's and any --config FILE): part
     of agent-cli's own state, which no tool may read or write (see `own_state`)."""
@@ -236,7 +255,7 @@ def user_config_file() -> Path:
     return where.config_file
 
 
-PATH_KEYS = ("tools_dirs", "log_dir", "script")
+PATH_KEYS = ("tools_dirs", "log_dir", "script", "skills_dirs")
 
 
 def _read_toml(path: Path) -> dict[str, Any]:

@@ -47,6 +47,10 @@ class Limits:
     max_panels_after_denial: int = 5
     """Once the user has denied a call in a reply, at most this many panels open for that reply;
     the rest are answered without asking (approval fatigue is how a wall of calls gets a yes)."""
+    max_tool_calls: int | None = None
+    """Tool calls in the whole session (every call the model made counts, run or not)."""
+    max_cost_usd: float | None = None
+    """Dollars the whole session may spend (Loop.cost says how much it has)."""
 
 
 class EffectRecorder(Protocol):
@@ -66,10 +70,15 @@ class EffectRecorder(Protocol):
         ...
 
 
+REPEAT_NOTE_AFTER = 3
+"""The same successful call this many times in a row gets a note appended to its result."""
+
+
 @dataclass
 class TurnResult:
     reason: str
-    """end_turn | max_turns | max_tokens | interrupted | repeated_failure | error | <stop_reason>"""
+    """end_turn | max_turns | max_tokens | refusal | budget | interrupted | repeated_failure |
+    error | <stop_reason>"""
     text: str = ""
     message: str | None = None
 
@@ -142,6 +151,14 @@ class Loop:
         """The session's agent_cli.sandbox.Sandbox: handed to tools, recorded per call."""
         self.effects: EffectRecorder | None = None
         """Snapshots around approved write calls for undo; None records nothing."""
+        self.tool_choice = "auto"
+        """auto | any | none | a tool name, sent with every request (providers translate it)."""
+        self.cost: Callable[[], float | None] | None = None
+        """Dollars spent so far in the session, for `limits.max_cost_usd` (the usage meter)."""
+        self.tool_calls = 0
+        """Tool calls the model made in this session, for `limits.max_tool_calls`."""
+        self._repeat_note: str | None = None
+        """Appended to the next successful result: the model repeated one call (see _run_calls)."""
 
     # -- a user turn -------------------------------------------------------------------------
 
@@ -162,6 +179,10 @@ class Loop:
     def _turn(self, history: list[dict[str, Any]], turn: _Turn) -> TurnResult:
         failures = _FailureTracker(self.limits.repeat_failures)
         for _request in range(self.limits.max_turns):
+            spent = self.budget_spent()
+            if spent is not None:
+                self.emit(ev.Notice(message=spent, kind="budget"))
+                return self._end("budget", turn.text, turn.usage, spent, shown=True)
             try:
                 reply = self._ask_model(history)
             except KeyboardInterrupt:
@@ -194,7 +215,14 @@ class Loop:
             turn.text = reply.text() or turn.text
             uses = reply.tool_uses()
             if not uses:
-                return self._end(reply.stop_reason or "end_turn", turn.text, turn.usage)
+                stop = reply.stop_reason or "end_turn"
+                notice = STOP_NOTICES.get(stop)
+                if notice is not None:
+                    # Said out loud: a cut or refused answer must not look like a finished one.
+                    msg = notice.format(max_tokens=self.limits.max_tokens)
+                    self.emit(ev.Notice(message=msg, kind=stop))
+                    return self._end(stop, turn.text, turn.usage, msg, shown=True)
+                return self._end(stop, turn.text, turn.usage)
             if reply.stop_reason == "max_tokens":
                 results = [self._not_run(u, i, "not run: the reply was cut off at the max_tokens "
                                          "limit while this call was being written, so its input "
@@ -222,10 +250,16 @@ class Loop:
                 return self._end("interrupted", turn.text, turn.usage,
                                  "Interrupted; the remaining calls were not run.")
             if failures.tripped is not None:
+                what = "failed" if failures.any_failed else "was called"
                 return self._end("repeated_failure", turn.text, turn.usage,
-                                 f"Stopped: {failures.tripped} failed "
-                                 f"{self.limits.repeat_failures} times in a row with the same "
-                                 "input. Say how to proceed.")
+                                 f"Stopped: {failures.tripped} {what} {failures.count} times "
+                                 "in a row with the same input. Say how to proceed.")
+            cap = self.limits.max_tool_calls
+            if cap is not None and self.tool_calls >= cap:
+                # No reply could use a tool any more: end now rather than ask for one.
+                spent = self.budget_spent() or "Session budget reached."
+                self.emit(ev.Notice(message=spent, kind="budget"))
+                return self._end("budget", turn.text, turn.usage, spent, shown=True)
         return self._end("max_turns", turn.text, turn.usage,
                          f"Stopped after {self.limits.max_turns} model requests in this turn "
                          "(--max-turns). Send a message to let it continue.")
@@ -243,9 +277,26 @@ class Loop:
                 for i, u in enumerate(uses)]})
 
     def _end(self, reason: str, text: str, usage: dict[str, int],
-             message: str | None = None) -> TurnResult:
-        self.emit(ev.TurnEnd(reason=reason, message=message, usage=usage))
+             message: str | None = None, *, shown: bool = False) -> TurnResult:
+        """`shown`: the message was already announced by a notice, so the turn_end event does
+        not carry it a second time (the renderer would print it twice)."""
+        self.emit(ev.TurnEnd(reason=reason, message=None if shown else message, usage=usage))
         return TurnResult(reason, text, message)
+
+    def budget_spent(self) -> str | None:
+        """Why the session's budget is used up (a sentence for the user), or None."""
+        cap = self.limits.max_tool_calls
+        if cap is not None and self.tool_calls >= cap:
+            return (f"Session budget reached: {self.tool_calls} of {cap} tool calls "
+                    "(max_tool_calls) used; the session ends here. Start a new session, or "
+                    "raise --max-tool-calls, to go on.")
+        limit = self.limits.max_cost_usd
+        spent = self.cost() if self.cost is not None and limit is not None else None
+        if limit is not None and spent is not None and spent >= limit:
+            return (f"Session budget reached: ${spent:.4f} spent of ${limit:.4f} "
+                    "(max_cost_usd); the session ends here. Start a new session, or raise "
+                    "--max-cost-usd, to go on.")
+        return None
 
     def _ask_model(self, history: list[dict[str, Any]]) -> ModelResponse:
         request = ModelRequest(
@@ -254,6 +305,7 @@ class Loop:
             system=self.system,
             max_tokens=self.limits.max_tokens,
             model=self.provider.model,
+            tool_choice=self.tool_choice,
         )
         return self.provider.complete(
             request,
@@ -272,6 +324,17 @@ class Loop:
             if self._reply.stopped:
                 results.append(self._not_run(use, i, STOPPED_AT_PANEL))
                 continue
+            cap = self.limits.max_tool_calls
+            if cap is not None and self.tool_calls >= cap:
+                results.append(self._not_run(use, i, f"not run: the session's budget of {cap} "
+                                             "tool calls (max_tool_calls) is used up"))
+                continue
+            self.tool_calls += 1
+            repeats = failures.repeats_if_ok(str(use.get("name")), use.get("input"))
+            self._repeat_note = None if repeats < REPEAT_NOTE_AFTER else (
+                f"\n\n[agent-cli note: this is the same {use.get('name')} call with the same "
+                f"input {repeats} times in a row; repeating it is unlikely to tell you anything "
+                "new. Use the result above, or try something different.]")
             try:
                 result = self._one_call(use, i)
             except _Interrupted as stop:
@@ -288,14 +351,15 @@ class Loop:
                     results.append(self._not_run(uses[j], j, "not run: the user interrupted "
                                                  "the turn before this call"))
                 return results, True
-            results.append(result)
             failures.record(str(use.get("name")), use.get("input"), bool(result.get("is_error")))
+            results.append(result)
             if failures.tripped is not None:
                 # A wall of identical failing calls in one reply must not become a wall of
                 # panels (approval fatigue): the rest are answered without running or asking.
                 for j in range(i + 1, len(uses)):
+                    what = "failed" if failures.any_failed else "been made"
                     results.append(self._not_run(uses[j], j, "not run: the same call had just "
-                                                 f"failed {failures.count} times in a row, so "
+                                                 f"{what} {failures.count} times in a row, so "
                                                  "the turn stopped"))
                 break
         return results, False
@@ -437,8 +501,7 @@ class Loop:
         duration = time.monotonic() - start
         if not finished.is_set():
             ctx.cancel.set()
-            out = ToolOutput(f"timed out after {ctx.timeout_s:g} s; the tool was asked to stop",
-                             True)
+            out = ToolOutput(self._timed_out(call, ctx), True)
         elif isinstance(box.get("exc"), KeyboardInterrupt):
             # Ctrl-C seen by the tool itself (e.g. a child process it waited on) ends the turn
             # like a Ctrl-C seen here.
@@ -463,8 +526,26 @@ class Loop:
                                      f"{problem}", True)
         return out, duration
 
+    def _timed_out(self, call: ValidCall, ctx: ToolContext) -> str:
+        """What a timeout means: the call may have done all, part or none of its work. For a
+        write tool with a verify hook, the hook says what it finds now."""
+        msg = (f"timed out after {ctx.timeout_s:g} s; its effect is unknown (the tool was asked "
+               "to stop)")
+        if call.tool.effect != "write" or call.tool.verify is None:
+            return msg
+        try:
+            problem = call.tool.verify(call.args, ctx, None)
+        except Exception as e:
+            problem = f"the check itself failed ({type(e).__name__}: {e})"
+        if problem:
+            return f"{msg}. Checked after the timeout: {problem}"
+        return f"{msg}. Checked after the timeout: the intended effect is in place."
+
     def _result(self, call_id: str, name: str, content: str, is_error: bool,
                 duration: float, images: list[dict[str, str]] | None = None) -> dict[str, Any]:
+        if not is_error and self._repeat_note:
+            content += self._repeat_note  # logged and sent alike
+        self._repeat_note = None
         capped, truncated = cap_output(content, self.limits.output_cap)
         self._emit_result(call_id, name, capped, is_error, duration, truncated)
         block: dict[str, Any] = {"type": "tool_result", "tool_use_id": call_id, "content": capped}
@@ -494,23 +575,44 @@ class Loop:
 
 
 class _FailureTracker:
-    """The same tool with the same input failing N times in a row trips it."""
+    """The same tool with the same input N times in a row trips it: failing again and again, or
+    succeeding again and again (a loop that re-reads one file learns nothing new either). A
+    success after failures of the same call starts the count afresh."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self.last: str | None = None
+        self.last_failed = False
         self.count = 0
+        self.any_failed = False
         self.tripped: str | None = None
 
-    def record(self, name: str, raw_input: Any, failed: bool) -> None:
-        if not failed:
-            self.last, self.count = None, 0
-            return
+    def repeats_if_ok(self, name: str, raw_input: Any) -> int:
+        """How many identical successful calls in a row this one makes, if it succeeds."""
         sig = name + "\x00" + canonical_json(raw_input)
-        self.count = self.count + 1 if sig == self.last else 1
-        self.last = sig
-        if self.count >= self.limit:
+        return self.count + 1 if sig == self.last and not self.last_failed else 1
+
+    def record(self, name: str, raw_input: Any, failed: bool) -> None:
+        sig = name + "\x00" + canonical_json(raw_input)
+        same = sig == self.last and failed == self.last_failed
+        self.count = self.count + 1 if same else 1
+        self.last, self.last_failed = sig, failed
+        # A repeated success is first pointed out to the model (REPEAT_NOTE_AFTER); the stop
+        # comes when it repeats the call once more after that note.
+        limit = self.limit if failed else max(self.limit, REPEAT_NOTE_AFTER) + 1
+        if self.count >= limit:
             self.tripped = name
+            self.any_failed = failed
+
+
+STOP_NOTICES = {
+    "max_tokens": ("The reply was cut off at the output limit (max_tokens {max_tokens}); the "
+                   "answer above is incomplete. Ask the model to continue, or raise max_tokens "
+                   "in your config."),
+    "refusal": ("The model declined to answer this request (stop reason: refusal). Rephrase "
+                "the request, or start a new conversation."),
+}
+"""Stop reasons of a reply without tool calls that end the turn short of an answer."""
 
 
 MAX_REPLY_DEPTH = 128

@@ -22,10 +22,13 @@ from agent_cli.sandbox.policy import Sandbox, install
 from agent_cli.session_log import SessionLog
 from agent_cli.tools.loader import LoadReport, load_tools
 from agent_cli.tools.registry import Registry
+from agent_cli.tools.scope import READ_ONLY_REASON, ScopedRegistry
 from agent_cli.usage import UsageMeter
 
 if TYPE_CHECKING:
+    from agent_cli.skills import SkillSet
     from agent_cli.tools.mcp_bridge import MCPHub
+    from agent_cli.tools.scope import Scope
     from agent_cli.undo.recorder import WorkspaceRecorder
 
 Sink = Callable[[ev.AnyEvent], None]
@@ -52,7 +55,8 @@ def make_provider(settings: Settings) -> Provider:
 
         return OpenAIProvider(settings.model, api_key=settings.api_key,
                               base_url=settings.base_url, max_retries=settings.retries,
-                              retry_cap_s=settings.retry_cap_s)
+                              retry_cap_s=settings.retry_cap_s,
+                              strict=settings.strict_tools)
     from agent_cli.providers.anthropic import AnthropicProvider
 
     return AnthropicProvider(settings.model, api_key=settings.api_key, base_url=settings.base_url,
@@ -71,7 +75,19 @@ def limits_of(settings: Settings) -> Limits:
                   tool_timeout_s=settings.tool_timeout_s, output_cap=settings.output_cap,
                   repeat_failures=settings.repeat_failures,
                   max_panels_after_denial=settings.max_panels_after_denial,
-                  max_read_bytes=settings.max_read_bytes)
+                  max_read_bytes=settings.max_read_bytes,
+                  max_tool_calls=settings.max_tool_calls, max_cost_usd=settings.max_cost_usd)
+
+
+def session_scope(settings: Settings, registry: Registry, extra: Scope | None = None
+                  ) -> ScopedRegistry:
+    """The settings' scope (`tools`, `exclude_tools`, `read_only`), narrowed by `extra` (an eval
+    task's), over `registry`: the one place scope is applied (tools/scope.py)."""
+    from agent_cli.tools.scope import Scope, scoped
+
+    scope = Scope.of(settings.tools, settings.exclude_tools, settings.read_only,
+                     origin="--tools / config").narrowed(extra)
+    return scoped(registry, scope)
 
 
 def load_registry(settings: Settings, tools_dirs: Iterable[Path] = ()) -> tuple[Registry,
@@ -138,13 +154,18 @@ class Session:
             registry.args_key = self.log.key  # args_hash is an HMAC under the log key
         self.usage = UsageMeter(settings.prices, lambda: self.provider.model)
         self.sinks: list[Sink] = [self.log, self.usage, *sinks]
-        self.gate = Gate(approver, settings.deny)
+        self.gate = Gate(approver, settings.deny, read_only=self._read_only_reason)
+        self.skills = self._load_skills()
         self.sandbox = Sandbox(settings.sandbox, self.workspace)
         """Confinement of every process the session's tools and MCP servers start."""
         note = self.sandbox.model_note()
-        system = f"{settings.system_prompt}\n\n{note}" if note else settings.system_prompt
+        base = self.system_prompt()
+        system = f"{base}\n\n{note}" if note else base
         self.loop = Loop(provider, registry, self.gate, self.emit, workspace=self.workspace,
                          limits=limits_of(settings), system=system)
+        self.loop.tool_choice = settings.tool_choice
+        self.loop.cost = self.usage.cost
+        self._check_scope_settings()
         self.loop.sandbox = self.sandbox
         # From here on, processes started through run_process (plugins) and MCP servers (which
         # start in the background before start()) get this sandbox by default.
@@ -175,6 +196,69 @@ class Session:
 
         return int(context_window(self.provider.model) * 0.8)
 
+    def _load_skills(self) -> SkillSet | None:
+        """Skills from config `skills_dirs` (none by default), pinned; `load_skill` joins the
+        tools when there is at least one."""
+        if not self.settings.skills_dirs:
+            return None
+        from agent_cli.skills import load_skill_tool, load_skills
+        from agent_cli.tools.trust import PluginPins
+
+        skills = load_skills([Path(d).expanduser() for d in self.settings.skills_dirs],
+                             PluginPins())
+        if skills.skills and self.registry.get("load_skill") is None:
+            self.registry.add(load_skill_tool(skills))
+        return skills
+
+    def _check_scope_settings(self) -> None:
+        """A tool choice naming a tool that is not offered, or a cost budget that cannot be
+        counted, would fail later or never hold: say so now, in a sentence."""
+        from agent_cli.usage import price_for
+
+        choice = self.settings.tool_choice
+        if choice not in ("auto", "any", "none") and choice not in self.registry.names() \
+                and not self.settings.mcp.get("servers"):
+            raise UsageError(f"--tool-choice {choice}: no tool of that name is offered in this "
+                             "session. `agent-cli tools` lists them; check --tools and "
+                             "--read-only.")
+        if self.settings.max_cost_usd is not None and \
+                price_for(self.settings.prices, self.provider.model) is None:
+            raise UsageError(f"max_cost_usd is set, but config `prices` has no price for the "
+                             f"model {self.provider.model}, so the cost cannot be counted. Add "
+                             f'[prices."{self.provider.model}"] input = ..., output = ... (USD '
+                             "per million tokens), or use --max-tool-calls instead.")
+
+    def system_prompt(self) -> str:
+        """The configured system prompt, plus the skills' names and descriptions (marked)."""
+        if self.skills is None or self.registry.get("load_skill") is None:
+            return self.settings.system_prompt
+        from agent_cli.skills import system_section
+
+        return self.settings.system_prompt + system_section(self.skills)
+
+    @property
+    def read_only(self) -> bool:
+        scope = getattr(self.registry, "scope", None)
+        return bool(scope is not None and scope.read_only)
+
+    def _read_only_reason(self) -> str | None:
+        return READ_ONLY_REASON if self.read_only else None
+
+    def set_read_only(self, on: bool) -> str:
+        """`/mode read-only` and `/mode normal`: the tools offered from the next request on, and
+        the gate's refusal of write calls, change together. Returns what changed (logged)."""
+        if not isinstance(self.registry, ScopedRegistry):
+            from agent_cli.tools.scope import Scope
+
+            self.registry = ScopedRegistry(Scope(), self.registry)
+            self.loop.registry = self.registry
+        self.registry.scope.read_only = on
+        message = ("Read-only mode: only read tools are offered; write calls are refused."
+                   if on else "Normal mode: write tools are offered again; each write call "
+                   "asks for your yes.")
+        self.emit(ev.Notice(message=message, kind="mode"))
+        return message
+
     def emit(self, event: ev.AnyEvent) -> None:
         for sink in self.sinks:
             sink(event)
@@ -191,6 +275,14 @@ class Session:
             self.emit(ev.Notice(message=notice, kind="sandbox"))
         for problem in self.load_report.errors:
             self.emit(ev.Notice(message=problem, kind="plugin_error"))
+        for problem in self.skills.problems if self.skills is not None else []:
+            self.emit(ev.Notice(message=problem, kind="plugin_error"))
+        if isinstance(self.registry, ScopedRegistry) and not self.settings.mcp.get("servers"):
+            loaded = [t.name for t in self.registry.all_tools()]
+            for glob in self.registry.scope.unmatched(loaded):
+                self.emit(ev.Notice(message=f"The tool pattern {glob!r} matches no loaded tool "
+                                    "(a typo?); `agent-cli tools` lists them.",
+                                    kind="plugin_error"))
         if self.mcp is not None:
             self.mcp.sync()
 

@@ -37,7 +37,9 @@ SCRIPTS: dict[str, list[dict[str, Any]]] = {
                    text("ALL DONE.")],
     "regex-miss": [tool_use("toolu_r1", "write_file", {"path": "out.txt", "content": "hello\n"}),
                    text("Finished writing.")],
-    "never-stops": [tool_use(f"toolu_n{i}", "list_dir", {"path": "."}) for i in range(40)],
+    # alternating inputs: the same call three times in a row would trip the repeat stop first
+    "never-stops": [tool_use(f"toolu_n{i}", "list_dir", {"path": "." if i % 2 else "./"})
+                    for i in range(40)],
 }
 
 TASKS = """
@@ -264,7 +266,11 @@ require = [{ tool = "list_dir" }]
           .read_text().splitlines()]
     offered = {t["name"] for t in ro[0]["tools"]}
     assert "list_dir" in offered and "write_file" not in offered
-    assert any(r["type"] == "tool_invalid" and r["id"] == "toolu_x" for r in ro)
+    # read_only is the session's read-only mode: the write call is refused before any panel
+    refused = [r for r in ro if r["type"] == "approval" and r["id"] == "toolu_x"]
+    assert refused and refused[0]["decision"] == "denied" and refused[0]["by"] == "policy"
+    assert "read-only mode" in refused[0]["reason"]
+    assert not any(r["type"] == "tool_started" and r["id"] == "toolu_x" for r in ro)
 
 
 def test_example_suite_fails_only_on_purpose(tmp_path: Path) -> None:

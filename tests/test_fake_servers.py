@@ -92,7 +92,11 @@ def test_stream_parallel_tool_use_reassembles_split_partial_json(fake: FakeAnthr
             ],
         },
     ]
-    done = client(fake).messages.create(model=MODEL, max_tokens=100, messages=history)
+    # the tools go too: the API (and the fake) refuse tool blocks in a request without them
+    tools: list[Any] = [{"name": n, "input_schema": {"type": "object"}}
+                        for n in ("read_file", "ls")]
+    done = client(fake).messages.create(model=MODEL, max_tokens=100, messages=history,
+                                        tools=tools)
     assert done.content[0].text == "done"  # type: ignore[union-attr]
 
 

@@ -40,7 +40,7 @@ from pydantic import BaseModel
 from agent_cli import events as ev
 from agent_cli.approval import DenyRule, ScriptedApprover
 from agent_cli.config import Settings
-from agent_cli.loop import Limits
+from agent_cli.loop import REPEAT_NOTE_AFTER, Limits
 from agent_cli.providers.scripted import ScriptedProvider
 from agent_cli.session import Session
 from agent_cli.session_log import read_events, verify
@@ -491,7 +491,9 @@ def check_call(sc: Scenario, run: Run, tally: Tally, planned: Planned, call_id: 
     if planned.kind == "boom":
         assert result.is_error and "boom" in result.content
         return True
-    assert not result.is_error and result.content == str(args["a"] * args["b"])
+    # the third identical call in a row carries a note (the model is told it is repeating)
+    content = result.content.split("\n\n[agent-cli note: ", 1)[0]
+    assert not result.is_error and content == str(args["a"] * args["b"])
     return False
 
 
@@ -548,9 +550,15 @@ def check_reply(sc: Scenario, run: Run, tally: Tally, reply: ev.ModelReply,
 
 
 def _tripped(history: list[tuple[str, str, bool]], limit: int) -> bool:
-    """The last `limit` calls of the turn failed with one name and one input."""
+    """The last `limit` calls of the turn failed with one name and one input, or the last
+    max(limit, 3) + 1 succeeded with one name and one input (a repeat pointed out once)."""
     tail = history[-limit:]
-    return (len(tail) == limit and all(failed for _, _, failed in tail)
+    if (len(tail) == limit and all(failed for _, _, failed in tail)
+            and len({(n, i) for n, i, _ in tail}) == 1):
+        return True
+    ok_limit = max(limit, REPEAT_NOTE_AFTER) + 1
+    tail = history[-ok_limit:]
+    return (len(tail) == ok_limit and not any(failed for _, _, failed in tail)
             and len({(n, i) for n, i, _ in tail}) == 1)
 
 

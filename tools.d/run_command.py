@@ -133,7 +133,8 @@ def run(args: Args, ctx: ToolContext) -> ToolOutput:
         return ToolOutput(res.error + ".", True)
     facts: list[str] = []
     if res.timed_out:
-        status = f"timed out after {timeout:g} s; its process group was killed"
+        status = (f"timed out after {timeout:g} s; its effect is unknown (its process group was "
+                  "killed)")
     elif res.cancelled:
         status = f"interrupted after running {res.duration_s:.1f} s; its process group was killed"
     elif res.returncode is not None and res.returncode < 0:

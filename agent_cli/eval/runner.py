@@ -16,7 +16,7 @@ import fnmatch
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 from agent_cli.approval import ApprovalRequest, Approved, Decision, Denied, parse_answer
 from agent_cli.eval.checks import TrialRecord, judge
 from agent_cli.eval.tasks import Task
-from agent_cli.tools.base import Tool
 from agent_cli.tools.registry import Registry
+from agent_cli.tools.scope import Scope, ScopedRegistry
 
 if TYPE_CHECKING:
     from agent_cli.cli import Common
@@ -103,39 +103,17 @@ class TaskTagger:
             event.task = self.approver.task.id  # type: ignore[attr-defined]  # extra field
 
 
-class ScopedRegistry(Registry):
-    """The tools a task may use: `tools` globs and `read_only`. Tools that join later (MCP) go
-    through `add` and are held to the same scope."""
-
-    def __init__(self, keep: Callable[[Tool], bool], tools: Iterable[Tool] = ()) -> None:
-        self.keep = keep
-        self.hidden: list[str] = []
-        super().__init__(tools)
-
-    def add(self, tool: Tool) -> None:
-        if self.keep(tool):
-            super().add(tool)
-        else:
-            self.hidden.append(tool.name)
-
-
-def scope_for(task: Task) -> Callable[[Registry], Registry] | None:
+def scope_for(task: Task) -> Scope | None:
+    """The task's `tools` globs and `read_only`, as the one scope mechanism every session uses
+    (agent_cli/tools/scope.py); None when the task does not narrow the tools."""
     if task.tools is None and not task.read_only:
         return None
-
-    def keep(tool: Tool) -> bool:
-        if task.read_only and tool.effect != "read":
-            return False
-        return task.tools is None or any(fnmatch.fnmatchcase(tool.name, g) for g in task.tools)
-
-    def scope(registry: Registry) -> Registry:
-        return ScopedRegistry(keep, registry)
-
-    return scope
+    return Scope.of(task.tools, read_only=task.read_only, origin=f"eval task {task.id}")
 
 
 def _unmatched_tools(task: Task, registry: Registry) -> list[str]:
-    names = [t.name for t in registry] + list(getattr(registry, "hidden", []))
+    tools = registry.all_tools() if isinstance(registry, ScopedRegistry) else list(registry)
+    names = [t.name for t in tools]
     return [g for g in task.tools or [] if not any(fnmatch.fnmatchcase(n, g) for n in names)]
 
 

@@ -17,7 +17,14 @@ import time
 from typing import Any
 
 from agent_cli.errors import ProviderError
-from agent_cli.providers.base import ModelRequest, ModelResponse, StatusSink, TextSink, usage_of
+from agent_cli.providers.base import (
+    ModelRequest,
+    ModelResponse,
+    StatusSink,
+    TextSink,
+    anthropic_tool_choice,
+    usage_of,
+)
 from agent_cli.providers.http_errors import (
     CUT_OFF_KIND,
     broken_stream_message,
@@ -205,6 +212,7 @@ class AnthropicProvider:
         }
         if request.tools:
             kwargs["tools"] = request.tools
+            kwargs["tool_choice"] = anthropic_tool_choice(request.tool_choice)
         if request.system:
             kwargs["system"] = request.system
         if self.prompt_cache:

@@ -19,6 +19,25 @@ class ModelRequest:
     system: str | None = None
     max_tokens: int = 4096
     model: str = ""
+    tool_choice: str = "auto"
+    """auto | any | none | a tool name; each provider sends it in its own format (and only with
+    tools: `none` still sends them, so tool blocks already in the history stay valid)."""
+
+
+def anthropic_tool_choice(choice: str) -> dict[str, str]:
+    """The Messages API shape of a tool choice."""
+    if choice in ("auto", "any", "none"):
+        return {"type": choice}
+    return {"type": "tool", "name": choice}
+
+
+def openai_tool_choice(choice: str) -> str | dict[str, Any]:
+    """The Chat Completions shape of a tool choice (`any` is spelled `required` there)."""
+    if choice in ("auto", "none"):
+        return choice
+    if choice == "any":
+        return "required"
+    return {"type": "function", "function": {"name": choice}}
 
 
 @dataclass

@@ -22,7 +22,13 @@ from typing import TYPE_CHECKING, Any
 
 from agent_cli import __version__
 from agent_cli.errors import ProviderError
-from agent_cli.providers.base import ModelRequest, ModelResponse, StatusSink, TextSink
+from agent_cli.providers.base import (
+    ModelRequest,
+    ModelResponse,
+    StatusSink,
+    TextSink,
+    openai_tool_choice,
+)
 from agent_cli.providers.http_errors import (
     CUT_OFF_KIND,
     broken_stream_message,
@@ -77,16 +83,26 @@ def parse_arguments(raw: str) -> dict[str, Any]:
 # ------------------------------------------------------------------ neutral -> chat completions
 
 
-def to_openai_tool(spec: dict[str, Any]) -> dict[str, Any]:
+def to_openai_tool(spec: dict[str, Any], strict: bool = False) -> dict[str, Any]:
+    """A tool in the Chat Completions shape. Chat Completions has no field for input examples,
+    so they are folded into the description. With `strict`, a schema that has a strict form
+    (providers/strict_schema.py) is sent in it with `strict: true`."""
     parameters = spec.get("input_schema") or {"type": "object", "properties": {}}
-    return {
-        "type": "function",
-        "function": {
-            "name": spec["name"],
-            "description": spec.get("description", ""),
-            "parameters": parameters,
-        },
-    }
+    description = spec.get("description", "")
+    examples = spec.get("input_examples")
+    if examples:
+        description += "\n\nExamples of valid input:\n" + "\n".join(
+            json.dumps(e, ensure_ascii=False) for e in examples)
+    function: dict[str, Any] = {"name": spec["name"], "description": description,
+                                "parameters": parameters}
+    if strict:
+        from agent_cli.providers.strict_schema import strict_schema
+
+        converted = strict_schema(parameters)
+        if converted is not None:
+            function["parameters"] = converted
+            function["strict"] = True
+    return {"type": "function", "function": function}
 
 
 def _result_images(block: dict[str, Any]) -> list[dict[str, Any]]:
@@ -290,8 +306,11 @@ class OpenAIProvider:
         retry_cap_s: float = 30.0,
         timeout_s: float = 600.0,
         transport: httpx2.BaseTransport | None = None,
+        strict: bool = True,
     ) -> None:
         self.model = model
+        self.strict = strict
+        """Send tool schemas that have a strict form with `strict: true`."""
         # local servers (Ollama, LM Studio, vLLM) often need no key: then none is sent
         self.api_key = api_key or os.environ.get("OPENAI_API_KEY") or None
         self.base_url = (
@@ -344,7 +363,8 @@ class OpenAIProvider:
         key = "max_completion_tokens" if "api.openai.com" in self.base_url else "max_tokens"
         body[key] = request.max_tokens
         if request.tools:
-            body["tools"] = [to_openai_tool(t) for t in request.tools]
+            body["tools"] = [to_openai_tool(t, self.strict) for t in request.tools]
+            body["tool_choice"] = openai_tool_choice(request.tool_choice)
         return body
 
     def complete(
@@ -376,7 +396,7 @@ class OpenAIProvider:
                                                     key_env="OPENAI_API_KEY", retries=attempt)
                         raise ProviderError(text, kind=kind, status=status)
                     started = True
-                    return self._read_stream(resp, on_text)
+                    return self._unstrict(request, self._read_stream(resp, on_text))
             except _StreamBroke as e:
                 raise ProviderError(broken_stream_message(str(e)), kind="stream_error") from None
             except httpx2.TransportError as e:
@@ -392,6 +412,20 @@ class OpenAIProvider:
                     continue
                 raise ProviderError(connection_message(self.base_url, e),
                                     kind="connection") from None
+
+    def _unstrict(self, request: ModelRequest, response: ModelResponse) -> ModelResponse:
+        """Drop the nulls strict mode sends for optional arguments that were left out."""
+        if not self.strict:
+            return response
+        from agent_cli.providers.strict_schema import drop_nulls, optional_keys, strict_schema
+
+        schemas = {t["name"]: t.get("input_schema") or {} for t in request.tools}
+        for block in response.tool_uses():
+            schema = schemas.get(block.get("name"))
+            if schema and isinstance(block.get("input"), dict) and \
+                    strict_schema(schema) is not None:
+                block["input"] = drop_nulls(block["input"], optional_keys(schema))
+        return response
 
     def _read_stream(self, resp: httpx2.Response, on_text: TextSink) -> ModelResponse:
         acc = StreamAssembler(on_text)

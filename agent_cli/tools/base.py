@@ -84,6 +84,9 @@ class Tool:
     """Validator for tools without a pydantic model (MCP); raises ValueError with reasons."""
     extra_panel: dict[str, str] = field(default_factory=dict)
     """Extra lines for the approval panel (e.g. an MCP server's claims)."""
+    input_examples: list[dict[str, Any]] = field(default_factory=list)
+    """Example inputs that show the model how the tool is called (each must validate). Sent as
+    the Messages API's `input_examples`; the OpenAI provider folds them into the description."""
 
     def schema(self) -> dict[str, Any]:
         """The JSON schema sent to the model. Cached per model class (pydantic takes about 0.3 ms
@@ -94,7 +97,11 @@ class Tool:
 
     def spec(self) -> dict[str, Any]:
         """The tool definition in the Messages API shape."""
-        return {"name": self.name, "description": self.description, "input_schema": self.schema()}
+        spec: dict[str, Any] = {"name": self.name, "description": self.description,
+                                "input_schema": self.schema()}
+        if self.input_examples:
+            spec["input_examples"] = self.input_examples
+        return spec
 
     def schema_hash(self) -> str:
         """Hash of name, description and schema: replay compares it to see drift."""

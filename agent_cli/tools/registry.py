@@ -114,10 +114,33 @@ class Registry:
             )
         if tool.input_schema is None:
             tool.args = _forbid_extra(tool.args)
+        for i, example in enumerate(tool.input_examples, 1):
+            try:
+                self._check_example(tool, example)
+            except CallRejected as e:
+                raise ValueError(f"Input example {i} of tool {tool.name!r} ({tool.source or '?'})"
+                                 f" does not fit its own schema: {e.reason} Fix the example."
+                                 ) from None
         self._tools[tool.name] = tool
 
     def args_hash(self, args: Any) -> str:
         return args_digest(self.args_key, args)
+
+    @staticmethod
+    def _check_example(tool: Tool, example: Any) -> None:
+        """An example the tool would reject teaches the model a wrong call."""
+        if not isinstance(example, dict):
+            raise CallRejected("an example must be a JSON object.")
+        if tool.validate_raw is not None:
+            try:
+                tool.validate_raw(example)
+            except ValueError as e:
+                raise CallRejected(str(e)) from None
+            return
+        try:
+            tool.args.model_validate_json(json.dumps(example), strict=True)
+        except ValidationError as e:
+            raise CallRejected(format_validation_error(tool.name, e)) from None
 
     def remove(self, name: str) -> None:
         self._tools.pop(name, None)

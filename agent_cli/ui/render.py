@@ -113,7 +113,8 @@ class StatusOnly:
         match event:
             case ev.ErrorEvent():
                 self.console.print(safe(clip(event.message), "bold red"))
-            case ev.Notice() if event.kind in ("retry", "plugin_error", "mcp"):
+            case ev.Notice() if event.kind in ("retry", "plugin_error", "mcp", "max_tokens",
+                                               "refusal", "budget"):
                 self.console.print(safe(clip(event.message), "yellow"))
             case ev.TurnEnd() if event.message and event.reason not in ("end_turn", "error"):
                 self.console.print(safe(clip(event.message), "yellow"))

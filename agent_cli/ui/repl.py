@@ -13,13 +13,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Console, ConsoleRenderable, RenderableType, RichCast
+from rich.console import Console, ConsoleRenderable, Group, RenderableType, RichCast
 from rich.table import Table
 from rich.text import Text
 
 from agent_cli import events as ev
 from agent_cli.errors import AgentError
 from agent_cli.safe_text import one_line
+from agent_cli.tools.scope import ScopedRegistry
 from agent_cli.ui.safe_rich import safe, safe_line
 
 if TYPE_CHECKING:
@@ -130,9 +131,34 @@ def cmd_tools(session: Session, arg: str) -> RenderableType:
     for tool in session.registry:
         effect = safe_line(tool.effect, 20, "green" if tool.effect == "read" else "red")
         table.add_row(safe(tool.name), effect, safe(one_line(tool.description, 200)))
+    hidden = session.registry.hidden() if isinstance(session.registry, ScopedRegistry) else []
+    lines: list[RenderableType] = []
     if len(session.registry) == 0:
-        return Text("No tools are loaded.", style="yellow")
-    return table
+        lines.append(Text("No tools are offered.", style="yellow"))
+    else:
+        lines.append(table)
+    if hidden:
+        lines.append(Text("Not offered:", style="bold"))
+        for tool, why in hidden:
+            lines.append(Text("  ") + safe(tool.name) + Text(f"  {tool.effect}  ", style="dim")
+                         + safe(why, "dim"))
+    if len(lines) == 1:
+        return lines[0]
+    return Group(*lines)
+
+
+def cmd_mode(session: Session, arg: str) -> RenderableType | None:
+    """Show the mode, or switch: `/mode read-only` (only read tools, nothing changes) or
+    `/mode normal`."""
+    word = arg.strip().lower()
+    if not word:
+        mode = "read-only" if session.read_only else "normal"
+        return Text.assemble("Mode: ", (mode, "bold"),
+                             (" (/mode read-only or /mode normal switches)", "dim"))
+    if word not in ("read-only", "readonly", "ro", "normal"):
+        return Text("Usage: /mode read-only | /mode normal", style="yellow")
+    session.set_read_only(word != "normal")  # the notice is logged and shown by the renderer
+    return None
 
 
 def cmd_clear(session: Session, arg: str) -> None:
@@ -245,6 +271,7 @@ COMMANDS: dict[str, Command] = {
     "/log": cmd_log,
     "/usage": cmd_usage,
     "/model": cmd_model,
+    "/mode": cmd_mode,
     "/compact": cmd_compact,
     "/mcp": cmd_mcp,
     "/undo": cmd_undo,
@@ -293,7 +320,13 @@ def open_history(history_file: Path, redactor: Any = None) -> History:
         return InMemoryHistory()
 
 
-def make_prompt(history_file: Path, redactor: Any = None) -> Callable[[], str]:
+def prompt_text(session: Session) -> str:
+    """The prompt says the mode when it is not the normal one."""
+    return f"read-only {PROMPT}" if session.read_only else PROMPT
+
+
+def make_prompt(history_file: Path, redactor: Any = None,
+                prompt: Callable[[], str] | None = None) -> Callable[[], str]:
     """The real line editor: persistent history, Enter sends, Alt-Enter / Esc Enter / Ctrl-J add
     a newline. prompt-toolkit is imported here so `agent-cli --help` never pays for it."""
     from prompt_toolkit import PromptSession
@@ -311,7 +344,7 @@ def make_prompt(history_file: Path, redactor: Any = None) -> Callable[[], str]:
                                            key_bindings=kb,
                                            multiline=False,
                                            prompt_continuation=lambda width, n, soft: "… ")
-    return lambda: ps.prompt(PROMPT)
+    return lambda: ps.prompt(prompt() if prompt is not None else PROMPT)
 
 
 class _ResultIds:
@@ -393,9 +426,11 @@ def run_repl(session: Session, console: Console, read: Callable[[], str], *,
         answered.ids.clear()
         state.unsent = None
         reason = "interrupted"
+        result = None
         try:
             with keys.active() if keys is not None else contextlib.nullcontext():
-                reason = session.send(line).reason
+                result = session.send(line)
+                reason = result.reason
         except KeyboardInterrupt:
             if view is not None:
                 view.stop()
@@ -416,4 +451,6 @@ def run_repl(session: Session, console: Console, read: Callable[[], str], *,
             console.print(Text(hint, style="yellow"))
         if session.usage.turn_line():
             console.print(safe(session.usage.turn_line(), "dim"))
+        if result is not None and result.reason == "budget":
+            break  # the session's budget is spent: the session ends (the notice said why)
     console.print(Text.assemble(("Session log: ", "dim"), safe(str(session.log_path), "dim")))

@@ -426,7 +426,9 @@ def test_duplicate_ids_each_answered_once(harness: Harness, fake: FakeAnthropic,
     fake.add(text_reply("ok"))
     provider = AnthropicProvider("claude-test", api_key="test-key", base_url=fake.base_url,
                                  max_retries=0)
-    reply = provider.complete(ModelRequest(messages=o.session.history, tools=[],
+    # the tools go too: the API (and the fake) refuse tool blocks in a request without them
+    reply = provider.complete(ModelRequest(messages=o.session.history,
+                                           tools=o.session.registry.specs(),
                                            max_tokens=100, model="claude-test"),
                               lambda t: None, lambda s: None)
     assert reply.text() == "ok"

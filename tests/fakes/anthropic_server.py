@@ -869,6 +869,16 @@ def _validate_messages_request(req: RecordedRequest) -> str | None:
         return f"A maximum of 4 blocks with cache_control may be provided. Found {len(controls)}."
     if any(not isinstance(c, dict) or c.get("type") != "ephemeral" for c in controls):
         return "cache_control: type must be 'ephemeral'"
+    names = {t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)}
+    choice = body.get("tool_choice")
+    if choice is not None:
+        if not isinstance(choice, dict) or choice.get("type") not in ("auto", "any", "none",
+                                                                      "tool"):
+            return "tool_choice: Input tag does not match 'auto', 'any', 'tool' or 'none'"
+        if not names:
+            return "tool_choice may only be specified while providing tools."
+        if choice["type"] == "tool" and choice.get("name") not in names:
+            return f"tool_choice: tool {choice.get('name')!r} was not found in tools"
 
     def blocks(msg: JSON, btype: str) -> list[JSON]:
         content = msg["content"]
@@ -911,4 +921,8 @@ def _validate_messages_request(req: RecordedRequest) -> str | None:
                         f"`tool_result` blocks: {b.get('tool_use_id')}. Each `tool_result` block "
                         "must have a corresponding `tool_use` block in the previous message."
                     )
+    if not names and any(isinstance(m.get("content"), list) and any(
+            isinstance(b, dict) and b.get("type") in ("tool_use", "tool_result")
+            for b in m["content"]) for m in messages if isinstance(m, dict)):
+        return ("Requests which include `tool_use` or `tool_result` blocks must define tools.")
     return None

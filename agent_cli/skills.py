@@ -1,0 +1,183 @@
+"""Agent Skills: folders of instructions the model loads when a task needs them.
+
+A skill is a `SKILL.md` file (in `DIR/NAME/SKILL.md`, or `DIR/SKILL.md`) that starts with front
+matter between `---` lines giving its `name` and `description`. Progressive disclosure: only the
+name and description of each skill go to the model at the start (a marked section of the system
+prompt); the body is sent when the model calls the `load_skill` read tool. The folders come from
+config `skills_dirs` only (none by default), never from the workspace unless named there.
+
+A skill is instructions the model will follow, so it is pinned like a plugin (the same pin store,
+tools/trust.py): trusted on first use, and a SKILL.md that changed since is held out, named, until
+the user runs `agent-cli trust FILE` (or `agent-cli tools --trust FILE`). The body is read once,
+at start, from the bytes that were checked against the pin: what the model gets later is exactly
+what was trusted.
+
+The front matter is parsed here (a small subset of YAML: `key: value` lines, quoted values, and
+`>` / `|` blocks); agent-cli adds no YAML dependency for two fields.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:
+    from agent_cli.tools.base import Tool, ToolContext
+    from agent_cli.tools.trust import PluginPins
+
+SKILL_FILE = "SKILL.md"
+NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
+MAX_DESCRIPTION = 1024
+MAX_SKILL_BYTES = 512_000
+SECTION_START = "<available_skills>"
+SECTION_END = "</available_skills>"
+
+
+@dataclass(frozen=True)
+class Skill:
+    name: str
+    description: str
+    body: str
+    """The instructions after the front matter, as trusted."""
+    path: Path
+
+
+@dataclass
+class SkillSet:
+    skills: dict[str, Skill] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+    """One sentence per skill held out (bad front matter, changed since trusted, a duplicate)."""
+
+
+def parse_front_matter(text: str) -> tuple[dict[str, str], str]:
+    """(fields, body). Raises ValueError with a reason when there is no front matter block."""
+    lines = text.lstrip("\ufeff").split("\n")
+    if not lines or lines[0].strip() != "---":
+        raise ValueError("it does not start with a `---` front matter line")
+    try:
+        end = next(i for i in range(1, len(lines)) if lines[i].strip() == "---")
+    except StopIteration:
+        raise ValueError("its front matter has no closing `---` line") from None
+    fields: dict[str, str] = {}
+    i = 1
+    while i < end:
+        line = lines[i]
+        i += 1
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        if line[:1].isspace() or ":" not in line:
+            raise ValueError(f"front matter line {i} is not `key: value`")
+        key, _, value = line.partition(":")
+        value = value.strip()
+        if value in (">", "|", ">-", "|-"):
+            block: list[str] = []
+            while i < end and (not lines[i].strip() or lines[i][:1].isspace()):
+                block.append(lines[i].strip())
+                i += 1
+            value = (" " if value.startswith(">") else "\n").join(block).strip()
+        elif len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+            value = value[1:-1]
+        fields[key.strip()] = value
+    return fields, "\n".join(lines[end + 1:]).strip("\n")
+
+
+def skill_files(folder: Path) -> list[Path]:
+    """`folder/SKILL.md` and `folder/*/SKILL.md`, in name order."""
+    found = [folder / SKILL_FILE] if (folder / SKILL_FILE).is_file() else []
+    found += sorted(p for p in folder.glob(f"*/{SKILL_FILE}") if p.is_file())
+    return found
+
+
+def load_skills(folders: list[Path], pins: PluginPins | None = None) -> SkillSet:
+    out = SkillSet()
+    for folder in folders:
+        if not folder.is_dir():
+            out.problems.append(f"{folder}: skills folder not found (config skills_dirs); "
+                                "no skills were loaded from it.")
+            continue
+        for path in skill_files(folder):
+            _load_one(path, out, pins)
+    return out
+
+
+def _load_one(path: Path, out: SkillSet, pins: PluginPins | None) -> None:
+    try:
+        if path.stat().st_size > MAX_SKILL_BYTES:
+            out.problems.append(f"{path}: larger than {MAX_SKILL_BYTES:,} bytes; not loaded.")
+            return
+        data = path.read_bytes()
+    except OSError as e:
+        out.problems.append(f"{path}: cannot be read ({e.strerror or e}); not loaded.")
+        return
+    try:
+        fields, body = parse_front_matter(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        why = "it is not UTF-8 text" if isinstance(e, UnicodeDecodeError) else str(e)
+        out.problems.append(f"{path}: not a skill file: {why}. Start it with front matter "
+                            "(`---`, `name: ...`, `description: ...`, `---`).")
+        return
+    name, description = fields.get("name", ""), " ".join(fields.get("description", "").split())
+    if not NAME_RE.match(name):
+        out.problems.append(f"{path}: the skill name {name!r} must be 1-64 lowercase letters, "
+                            "digits and hyphens; not loaded.")
+        return
+    if not description or len(description) > MAX_DESCRIPTION:
+        out.problems.append(f"{path}: skill {name} needs a description of 1 to "
+                            f"{MAX_DESCRIPTION} characters; not loaded.")
+        return
+    if name in out.skills:
+        out.problems.append(f"{path}: a skill named {name} was already loaded from "
+                            f"{out.skills[name].path}; rename one of them.")
+        return
+    if pins is not None:
+        check = pins.check(path, data)
+        if not check.ok:
+            detail = check.message.split("\n", 1)[1] if "\n" in check.message else ""
+            out.problems.append(f"{path}: skill {name} changed since you trusted it, so it is "
+                                "not offered. If you made the change, run `agent-cli trust "
+                                f"{path}`." + (f"\n{detail}" if detail else ""))
+            return
+    out.skills[name] = Skill(name, description, body, path)
+
+
+def system_section(skills: SkillSet) -> str:
+    """The part of the system prompt that lists the skills (names and descriptions only)."""
+    if not skills.skills:
+        return ""
+    rows = "\n".join(f"<skill><name>{s.name}</name><description>{_xml(s.description)}"
+                     "</description></skill>" for s in skills.skills.values())
+    return ("\n\nSkills: instructions for particular tasks. Only their names and descriptions "
+            "are listed here; when a task matches one, call load_skill with its name to read "
+            f"its instructions before you start.\n{SECTION_START}\n{rows}\n{SECTION_END}")
+
+
+def _xml(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+class LoadSkillArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(description="The skill's name, as listed in the system prompt.")
+
+
+def load_skill_tool(skills: SkillSet) -> Tool:
+    """The `load_skill(name)` read tool: the body of one trusted skill."""
+    from agent_cli.tools.base import Tool, ToolOutput
+
+    def run(args: LoadSkillArgs, ctx: ToolContext) -> ToolOutput:
+        skill = skills.skills.get(args.name)
+        if skill is None:
+            known = ", ".join(sorted(skills.skills)) or "(none)"
+            return ToolOutput(f"No skill is named {args.name!r}. Skills: {known}.", True)
+        return ToolOutput(f"Skill {skill.name} ({skill.path.name}):\n\n{skill.body}")
+
+    return Tool(name="load_skill", args=LoadSkillArgs, run=run, effect="read",
+                description="Read the full instructions of one skill listed under Skills in "
+                "the system prompt. Call it when the task matches the skill's description.",
+                source="agent_cli/skills.py",
+                input_examples=[{"name": next(iter(skills.skills), "skill-name")}])
