@@ -107,7 +107,7 @@ def test_max_tool_calls_ends_the_session_with_exit_8(tmp_path: Path) -> None:
         no_traceback(proc)
         assert proc.returncode == 8, proc.stdout + proc.stderr
         assert len(fake.requests) == 1
-    said = " ".join(proc.stdout.split())
+    said = " ".join((proc.stdout + proc.stderr).split())
     assert "Session budget reached: 2 of 2 tool calls (max_tool_calls) used" in said
     assert "not run: the session's budget of 2 tool calls" in said
 
@@ -123,7 +123,7 @@ def test_max_cost_usd_ends_the_session_with_exit_8(tmp_path: Path) -> None:
         no_traceback(proc)
         assert proc.returncode == 8, proc.stdout + proc.stderr
         assert len(fake.requests) == 1  # the call ran; the next request was not made
-    said = " ".join(proc.stdout.split())
+    said = " ".join((proc.stdout + proc.stderr).split())
     assert "(max_cost_usd); the session ends here" in said
 
 
@@ -206,7 +206,7 @@ def test_cut_or_refused_answers_are_announced_with_their_exit_code(
         assert proc.returncode == code, proc.stdout + proc.stderr
         fake.add({"content": [{"type": "text", "text": "The answer is"}], "stop_reason": stop})
         jsonl = run_cli(["--workspace", str(tmp_path), "--output", "jsonl", "go"], fake)
-    assert said in " ".join(proc.stdout.split())
+    assert said in " ".join((proc.stdout + proc.stderr).split())  # notices: stderr
     assert jsonl.returncode == code
     assert said in " ".join(jsonl.stderr.split())  # the person watching stderr is told too
     assert f'"kind":"{stop}"' in jsonl.stdout.replace(" ", "")  # and it is a logged notice

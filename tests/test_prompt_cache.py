@@ -82,7 +82,7 @@ def test_breakpoints_on_tools_system_and_conversation(workspace: Path, tmp_path:
     assert len(fake.requests) == 6
     first = fake.requests[0].body
     assert marks(first) == ["tools", "system", "messages.0"]
-    assert first["system"][0]["text"] == LONG_SYSTEM
+    assert first["system"][0]["text"].startswith(LONG_SYSTEM)  # (+ the sandbox note)
     for req in fake.requests[1:]:
         found = marks(req.body)
         last = len(req.body["messages"]) - 1

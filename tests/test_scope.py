@@ -129,7 +129,7 @@ def test_read_only_flag_refuses_writes_before_any_panel(fake: FakeAnthropic,
              text_reply("ok"))
     proc = run_cli(["--output", "jsonl", "--workspace", str(tmp_path), "--read-only", "go"], fake)
     no_traceback(proc)
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 7, proc.stderr  # finished, but a write call was refused
     names = offered(fake.requests[0])
     assert "read_file" in names and "write_file" not in names and "run_command" not in names
     decision = next(e for e in log_of(proc) if e["type"] == "approval")

@@ -140,7 +140,7 @@ def cmd_tools(session: Session, arg: str) -> RenderableType:
     if hidden:
         lines.append(Text("Not offered:", style="bold"))
         for tool, why in hidden:
-            lines.append(Text("  ") + safe(tool.name) + Text(f"  {tool.effect}  ", style="dim")
+            lines.append(Text("  ") + safe(tool.name) + safe(f"  {tool.effect}  ", "dim")
                          + safe(why, "dim"))
     if len(lines) == 1:
         return lines[0]
