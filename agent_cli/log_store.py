@@ -118,7 +118,8 @@ def resolve(arg: str | Path, settings: Settings) -> Path:
     if given.is_file():
         return given
     if given.exists():
-        raise LogNotFound(f"{given} is not a file; give a session log (.jsonl).")
+        raise LogNotFound(f"{given} is not a regular file (a folder, FIFO, socket or device); "
+                          "give a session log (.jsonl).")
     folder = sessions_dir(settings)
     if "/" not in text and text not in ("", ".", ".."):
         for name in (text, text + SUFFIX):

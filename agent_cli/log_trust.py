@@ -90,7 +90,8 @@ def judge(result: VerifyResult) -> LogTrust:
     reading the file twice."""
     problems = tuple(([result.fault] if result.fault else []) + list(result.warnings))
     if result.fault is not None:
-        return LogTrust(False, f"the log fails `agent-cli log verify`: {result.fault}.",
+        fault = result.fault.rstrip(".")  # a fault may end its own sentence
+        return LogTrust(False, f"the log fails `agent-cli log verify`: {fault}.",
                         result.count, problems=problems)
     if result.warnings:
         more = f" (and {len(result.warnings) - 1} more)" if len(result.warnings) > 1 else ""

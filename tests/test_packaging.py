@@ -29,6 +29,16 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_wheel(tmp_path_factory.mktemp("dist"))
 
 
+def test_wheel_ships_every_module_of_the_package(wheel: Path) -> None:
+    """A package folder missing from pyproject's list is silently left out of the wheel (the
+    sandbox once was): every module in the source tree must be in it."""
+    source = {p.relative_to(REPO).as_posix() for p in (REPO / "agent_cli").rglob("*.py")
+              if "__pycache__" not in p.parts}
+    with zipfile.ZipFile(wheel) as z:
+        shipped = set(z.namelist())
+    assert sorted(source - shipped) == []
+
+
 def test_wheel_ships_every_bundled_tool(tmp_path: Path, wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     bundled = sorted(p.name for p in (REPO / "tools.d").glob("*.py"))

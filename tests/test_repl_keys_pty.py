@@ -173,7 +173,7 @@ def test_show_prints_a_long_result_whole(tmp_path: Path, workspace: Path) -> Non
 
 def test_a_failed_message_is_not_merged_and_retry_resends_it(tmp_path: Path,
                                                              workspace: Path) -> None:
-    from tests.fakes.anthropic_server import FakeAnthropic, text_reply
+    from tests.fakes.anthropic_server import FakeAnthropic, strip_cache_control, text_reply
 
     with FakeAnthropic([{"status": 400, "error_message": "bad content"},
                         text_reply("RETRIED-ANSWER")]) as fake:
@@ -196,7 +196,7 @@ def test_a_failed_message_is_not_merged_and_retry_resends_it(tmp_path: Path,
         finally:
             if child.isalive():
                 child.terminate(force=True)
-        second = fake.requests[-1].body["messages"]
+        second = strip_cache_control(fake.requests[-1].body["messages"])
     # sent once, alone: not merged with itself or anything else
     assert second == [{"role": "user", "content": [{"type": "text",
                                                      "text": "the first message"}]}]

@@ -10,8 +10,12 @@ every event on. The loop knows nothing of it.
 
 from __future__ import annotations
 
+import signal
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from types import FrameType
 from typing import TYPE_CHECKING
 
 from rich.console import (
@@ -129,6 +133,30 @@ class _Running:
             yield safe_line("  │ " + line.rsplit("\r", 1)[-1], options.max_width - 1, "dim")
 
 
+@contextmanager
+def _ctrl_c_held() -> Iterator[None]:
+    """Ctrl-C is held back (and acted on just after) while Rich starts or stops the live region:
+    a KeyboardInterrupt inside Live.start or Live.stop leaves it half set up, and the next stop
+    pops a render hook that was never pushed (IndexError, a traceback instead of the prompt).
+    Python runs signal handlers in the main thread only, so only there is there anything to
+    hold; masking the signal would not do, as another thread can take it for the process."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[FrameType | None] = []
+
+    def hold(signum: int, frame: FrameType | None) -> None:
+        held.append(frame)
+
+    previous = signal.signal(signal.SIGINT, hold)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if held and callable(previous):
+            previous(signal.SIGINT, held[0])  # the default handler raises KeyboardInterrupt
+
+
 class TerminalView:
     """Spinner, live stream and Markdown answers around an event Renderer (see module doc)."""
 
@@ -155,9 +183,11 @@ class TerminalView:
         if self._live is None:
             from rich.live import Live
 
-            self._live = Live(renderable, console=self.console, refresh_per_second=8,
-                              transient=True, redirect_stdout=False, redirect_stderr=False)
-            self._live.start()
+            live = Live(renderable, console=self.console, refresh_per_second=8,
+                        transient=True, redirect_stdout=False, redirect_stderr=False)
+            with _ctrl_c_held():
+                live.start()
+                self._live = live
         else:
             self._live.update(renderable)
 
@@ -165,8 +195,9 @@ class TerminalView:
         """Take the live region off the screen (before printing anything, and at turn end)."""
         self.spinner = None
         if self._live is not None:
-            live, self._live = self._live, None
-            live.stop()
+            with _ctrl_c_held():
+                live, self._live = self._live, None
+                live.stop()
 
     def wait(self, label: str) -> None:
         if not self.spinner_on:

@@ -38,7 +38,8 @@ def trusted_sets(path: Path) -> list[ChangeSet]:
 
     trust = check_trust(path)
     if not trust.trusted:
-        raise UndoRefused(f"Not undoing from {path}: {trust.reason}. Undo trusts only logs "
+        reason = trust.reason.rstrip(".")  # the reason ends its own sentence
+        raise UndoRefused(f"Not undoing from {path}: {reason}. Undo trusts only logs "
                           "signed with your log key whose chain verifies cleanly "
                           "(`agent-cli log verify LOG` says more).")
     return undoable_in(path)

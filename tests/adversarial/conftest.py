@@ -328,3 +328,21 @@ def cli(args: list[str], *, cwd: Path | None = None) -> tuple[int, str]:
     finally:
         os.chdir(old)
     return result.exit_code, result.output
+
+
+def cli_streams(args: list[str]) -> tuple[int, str, str]:
+    """Run `agent-cli ARGS` like cli(); (exit code, stdout, stderr) kept apart, so an export on
+    stdout is judged without the styled warnings the terminal gets on stderr."""
+    from click.testing import CliRunner
+
+    from agent_cli.cli import app
+
+    try:  # click < 8.2 mixes stderr into stdout unless told not to; 8.2 dropped the argument
+        runner = CliRunner(mix_stderr=False)  # type: ignore[call-arg]
+    except TypeError:
+        runner = CliRunner()
+    env = {"FORCE_COLOR": "1", "COLUMNS": "100", "TERM": "xterm-256color", "NO_COLOR": None}
+    from typer.main import get_command
+
+    result = runner.invoke(get_command(app), args, env=env, catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr

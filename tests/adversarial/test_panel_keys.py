@@ -85,6 +85,9 @@ def test_up_arrow_at_the_second_panel_does_not_recall_yes(chat: Any) -> None:
     child.expect(ASK)
     child.send(b"y\r")
     child.expect(ASK)
+    # Keys sent before the prompt has finished drawing (cursor shown again: it is reading) can
+    # be lost on a loaded machine; wait for that, then press Up.
+    child.expect(rb"\x1b\[\?25h")
     child.send(b"\x1b[A")  # Up: with a shared history this brought back the y
     child.send(b"\r")
     child.expect(b"Denied")

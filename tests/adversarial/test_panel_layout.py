@@ -272,4 +272,6 @@ def test_no_line_of_a_panel_is_wider_than_the_terminal_at_40_columns() -> None:
     from rich.cells import cell_len
 
     assert all(cell_len(line) <= 40 for line in shown.splitlines())
-    assert "⟨… 100 blank characters" in shown  # the value column keeps 24 of the 36 columns
+    # The value column keeps most of the 36 columns (how many exactly differs between Rich
+    # versions, so the token may wrap once at its space).
+    assert "⟨… 100 blank" in shown and "…⟩" in shown

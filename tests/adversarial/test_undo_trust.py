@@ -48,7 +48,8 @@ def rewrite(log: Path, recs: list[dict[str, Any]], *, rechain: bool, drop_mac: b
 def refused(ws: Path, log: Path, tmp: Path, words: str) -> None:
     result = undo_cli(str(log), tmp=tmp)
     assert result.returncode == 1, result.stdout + result.stderr
-    assert "Not undoing" in result.stderr and words in result.stderr, result.stderr
+    said = " ".join(result.stderr.split())  # the sentence as read, not as wrapped
+    assert "Not undoing" in said and words in said, result.stderr
     assert (ws / "a.txt").read_text() == "new\n"
 
 
@@ -64,7 +65,7 @@ def test_an_edited_before_state_is_refused(recorded: tuple[Path, Path], tmp_path
         if rec["type"] == "effects":
             rec["changes"][0]["path"] = "../escape.txt"
     rewrite(log, recs, rechain=False, drop_mac=False)
-    refused(ws, log, tmp_path, "does not verify")
+    refused(ws, log, tmp_path, "fails `agent-cli log verify`")
 
 
 def test_a_rechained_forgery_without_the_key_is_refused(recorded: tuple[Path, Path],
