@@ -310,15 +310,20 @@ def write_plugin(folder: Path, name: str, body: str) -> Path:
     return path
 
 
-def cli(args: list[str], *, cwd: Path | None = None) -> tuple[int, str]:
-    """Run `agent-cli ARGS` in-process on a forced colour terminal; (exit code, bytes written)."""
+def cli(args: list[str], *, cwd: Path | None = None,
+        stdout_only: bool = False) -> tuple[int, str]:
+    """Run `agent-cli ARGS` in-process on a forced colour terminal; (exit code, bytes written:
+    stdout and stderr, or with `stdout_only` what went to stdout, e.g. an export)."""
     import os
 
     from typer.testing import CliRunner
 
     from agent_cli.cli import app
 
-    runner = CliRunner()
+    try:  # click < 8.2 mixes stderr in unless told not to; 8.2+ keeps stdout apart anyway
+        runner = CliRunner(mix_stderr=False)  # type: ignore[call-arg]
+    except TypeError:
+        runner = CliRunner()
     env = {"FORCE_COLOR": "1", "COLUMNS": "100", "TERM": "xterm-256color", "NO_COLOR": None}
     old = Path.cwd()
     if cwd is not None:
@@ -327,4 +332,4 @@ def cli(args: list[str], *, cwd: Path | None = None) -> tuple[int, str]:
         result = runner.invoke(app, args, env=env, catch_exceptions=False)
     finally:
         os.chdir(old)
-    return result.exit_code, result.output
+    return result.exit_code, result.stdout if stdout_only else result.output
