@@ -39,7 +39,6 @@ from agent_cli.approval import (
     read_answer,
 )
 from agent_cli.safe_text import is_blank, one_line, scan
-from agent_cli.ui.long_text import laid_out
 from agent_cli.ui.safe_rich import safe, safe_line
 
 InputFn = Callable[[str], str]
@@ -276,9 +275,7 @@ class ApprovalPanel:
             if once is not None:
                 table.add_row(safe_line(str(key)), safe(once, "dim"))
             else:
-                # (a long value is folded line by line: Rich's own layout of one huge Text is
-                # quadratic in its line count)
-                table.add_row(safe_line(str(key)), laid_out(safe(_value_text(value))))
+                table.add_row(safe_line(str(key)), safe(_value_text(value)))
         return table
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
