@@ -119,21 +119,34 @@ def read_back(log: Path, repeat: int) -> None:
     env = clean_env(AGENT_CLI_HOME=str(home))
     size_mb = log.stat().st_size / 1e6
     py = sys.executable
-    for label, argv in (
+    floor_code = ("import json, sys\nwith open(sys.argv[1], 'rb') as f:\n    for line in f:\n"
+                  "        json.loads(line)\n")
+    runs = (
+        ("floor: bare json.loads of every line", [py, "-c", floor_code, str(log)]),
         ("log verify", [py, "-m", "agent_cli", "log", "verify", str(log)]),
         ("replay --output jsonl", [py, "-m", "agent_cli", "replay", str(log), "--output",
                                    "jsonl"]),
         ("(start-up alone: agent-cli --help)", [py, "-m", "agent_cli", "--help"]),
-    ):
-        wall, cpu, rss = Stats(), Stats(), Stats()
-        code = 0
-        for _ in range(repeat):
-            w, r, c, code = measured(argv, env)
-            wall.add(w)
-            cpu.add(c)
-            rss.add(r)
-        print(f"  {label:36s} wall {wall.fmt('s', 2)}  cpu {cpu.median:.2f} s  "
-              f"peak RSS {rss.max:.1f} MB  exit {code}  ({size_mb:.1f} MB log)", flush=True)
+    )
+    wall = {label: Stats() for label, _ in runs}
+    cpu = {label: Stats() for label, _ in runs}
+    rss = {label: Stats() for label, _ in runs}
+    codes: dict[str, int] = {}
+    for _ in range(repeat):  # interleaved, so a burst of load hits every command alike
+        for label, argv in runs:
+            w, r, c, codes[label] = measured(argv, env)
+            wall[label].add(w)
+            cpu[label].add(c)
+            rss[label].add(r)
+    floor = runs[0][0]
+    for label, _ in runs:
+        print(f"  {label:38s} wall {wall[label].fmt('s', 2)}  cpu {cpu[label].median:.2f} s  "
+              f"peak RSS {rss[label].max:.1f} MB  exit {codes[label]}", flush=True)
+        if label in ("log verify", "replay --output jsonl"):
+            print(f"  {'':38s} = {wall[label].median / wall[floor].median:.2f}x the floor's wall"
+                  f", {cpu[label].median / cpu[floor].median:.2f}x its CPU (goal: <= 1.0 s and "
+                  "<= 3x)", flush=True)
+    print(f"  ({size_mb:.1f} MB log)")
 
 
 def main() -> None:
