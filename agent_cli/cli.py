@@ -490,7 +490,7 @@ def run(
 
 
 @app.command()
-@with_options("workspace", "tools_dir", "config")
+@with_options("workspace", "tools_dir", "config", "tools", "exclude_tools", "read_only")
 @guarded
 def tools(
     common: Common,

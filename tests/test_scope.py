@@ -176,5 +176,6 @@ def test_a_pattern_that_matches_nothing_is_pointed_out(fake: FakeAnthropic,
     proc = run_cli(["--workspace", str(tmp_path), "--tools", "read_file,wirte_file", "hi"], fake)
     no_traceback(proc)
     assert proc.returncode == 0
-    assert "The tool pattern 'wirte_file' matches no loaded tool" in " ".join(proc.stdout.split())
+    assert "The tool pattern 'wirte_file' matches no loaded tool" in " ".join(
+        (proc.stdout + proc.stderr).split())  # notices go to stderr when stdout is piped
     assert offered(fake.requests[0]) == ["read_file"]
