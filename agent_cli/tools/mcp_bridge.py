@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent_cli.tools.base import Tool, ToolContext, ToolOutput, canonical_json
-from agent_cli.tools.mcp_features import HubFeatures, terminal_progress
+from agent_cli.tools.mcp_features import HubFeatures, list_pages, terminal_progress
 from agent_cli.tools.mcp_pins import PinStore
 from agent_cli.tools.mcp_results import call_error, exception_text, flatten_exception, format_result
 from agent_cli.tools.mcp_tools import (
@@ -158,6 +158,8 @@ class _EofWatch:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
+
+
 
 
 class MCPHub(HubFeatures):
@@ -719,15 +721,7 @@ class MCPHub(HubFeatures):
 
     @staticmethod
     async def _list_tools(client: Any) -> list[Any]:
-        tools: list[Any] = []
-        cursor: str | None = None
-        for _page in range(100):
-            page = await client.list_tools(cursor=cursor)
-            tools.extend(page.tools)
-            cursor = page.next_cursor
-            if cursor is None:
-                break
-        return tools
+        return await list_pages(client.list_tools, "tools")
 
     def _entries(self, st: ServerState, listed: list[Any],
                  resources: bool = False) -> dict[str, ToolEntry]:

@@ -28,6 +28,21 @@ INSTRUCTIONS_CAP = 4000
 _TAG = re.compile(r"(?i)<\s*/?\s*mcp_server_instructions")
 
 
+
+async def list_pages(fetch: Any, field: str, max_pages: int = 100) -> list[Any]:
+    """Every item of a paginated MCP list (tools, resources), following `next_cursor` for at most
+    `max_pages` pages, so a server that never stops paginating cannot hold the session."""
+    items: list[Any] = []
+    cursor: str | None = None
+    for _page in range(max_pages):
+        page = await fetch(cursor=cursor)
+        items.extend(getattr(page, field))
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    return items
+
+
 class HubFeatures:
     """Resources, prompts, progress, server log, instructions (see the module docstring)."""
 
@@ -55,15 +70,8 @@ class HubFeatures:
         try:
             with anyio.fail_after(timeout + 1.0):
                 if what == "list":
-                    listed: list[Any] = []
-                    cursor: str | None = None
-                    for _page in range(100):
-                        page = await client.list_resources(cursor=cursor)
-                        listed.extend(page.resources)
-                        cursor = page.next_cursor
-                        if cursor is None:
-                            break
-                    return format_resource_list(listed)
+                    return format_resource_list(await list_pages(client.list_resources,
+                                                                 "resources"))
                 return format_resource_read(await client.read_resource(uri))
         except Exception as e:
             mapped = call_error(st.name, timeout, e)
