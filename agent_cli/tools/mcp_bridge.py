@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 from agent_cli.tools.base import Tool, ToolContext, ToolOutput, canonical_json
 from agent_cli.tools.mcp_features import HubFeatures, list_pages, terminal_progress
 from agent_cli.tools.mcp_pins import PinStore
-from agent_cli.tools.mcp_results import call_error, exception_text, flatten_exception, format_result
+from agent_cli.tools.mcp_results import exception_text, flatten_exception, format_result
 from agent_cli.tools.mcp_tools import (
     NAME_OK,
     ToolEntry,
@@ -523,13 +523,7 @@ class MCPHub(HubFeatures):
                 result = await client.call_tool(remote, args, read_timeout_seconds=timeout,
                                                 progress_callback=progress)
         except Exception as e:
-            mapped = call_error(st.name, timeout, e)
-            if mapped is None:
-                raise
-            output, lost = mapped
-            if lost is not None:
-                self._lost(st, lost)
-            return output
+            return self._call_failed(st, timeout, e)
         finally:
             st.progress = ""
         if st.dirty:  # the call changed the server's tools: the next request should see them

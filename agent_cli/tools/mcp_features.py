@@ -50,12 +50,21 @@ class HubFeatures:
     _portal: Any
     on_progress: Callable[[str], None] | None
 
-    def _lost(self, st: ServerState, why: str) -> None:
-        raise NotImplementedError
+    # Provided by MCPHub, the one class that mixes this in (declared here for the type checker).
+    _lost: Callable[[ServerState, str], None]
+    _wait: Callable[[concurrent.futures.Future[ToolOutput], ToolContext], ToolOutput]
 
-    @staticmethod
-    def _wait(future: concurrent.futures.Future[ToolOutput], ctx: ToolContext) -> ToolOutput:
-        raise NotImplementedError
+    def _call_failed(self, st: ServerState, timeout: float, e: Exception) -> ToolOutput:
+        """The result for a call to `st` that raised `e` (a timeout, a lost connection, an
+        error the server sent); a server that went away is marked lost. Anything else is a bug
+        of ours and is raised again."""
+        mapped = call_error(st.name, timeout, e)
+        if mapped is None:
+            raise e
+        output, lost = mapped
+        if lost is not None:
+            self._lost(st, lost)
+        return output
 
     async def _read_async(self, st: ServerState, what: str, uri: str) -> ToolOutput:
         """The two resource tools: list the server's resources, or read one by URI."""
@@ -74,13 +83,7 @@ class HubFeatures:
                                                                  "resources"))
                 return format_resource_read(await client.read_resource(uri))
         except Exception as e:
-            mapped = call_error(st.name, timeout, e)
-            if mapped is None:
-                raise
-            output, lost = mapped
-            if lost is not None:
-                self._lost(st, lost)
-            return output
+            return self._call_failed(st, timeout, e)
 
     def resource(self, server: str, what: str, uri: str, ctx: ToolContext) -> ToolOutput:
         """Run a resource tool (loop worker thread), like `call`."""
