@@ -24,6 +24,7 @@ from tests.test_repl_pty import (  # noqa: E402 (after the importorskip)
     of_type,
     pty_env,
     session_events,
+    spawn_on_fake,
     text,
     tool_use,
 )
@@ -85,11 +86,7 @@ def test_esc_interrupts_a_streaming_answer(workspace: Path) -> None:
 
     slow = Reply(content=[{"type": "text", "text": "word " * 3000}], event_delay_s=0.05)
     with FakeAnthropic([slow, text_reply("SECOND-ANSWER")]) as fake:
-        env = pty_env()
-        env.update(ANTHROPIC_API_KEY="test-key", ANTHROPIC_BASE_URL=fake.base_url)
-        child = pexpect.spawn(sys.executable, ["-m", "agent_cli", "chat", "--provider",
-                                               "anthropic", "--workspace", str(workspace)],
-                              env=env, cwd=str(REPO), dimensions=(40, 120), timeout=TIMEOUT)
+        child = spawn_on_fake(fake.base_url, workspace, TIMEOUT)
         try:
             chat = Chat(child)
             chat.prompt()
@@ -177,11 +174,7 @@ def test_a_failed_message_is_not_merged_and_retry_resends_it(tmp_path: Path,
 
     with FakeAnthropic([{"status": 400, "error_message": "bad content"},
                         text_reply("RETRIED-ANSWER")]) as fake:
-        env = pty_env()
-        env.update(ANTHROPIC_API_KEY="test-key", ANTHROPIC_BASE_URL=fake.base_url)
-        child = pexpect.spawn(sys.executable, ["-m", "agent_cli", "chat", "--provider",
-                                               "anthropic", "--workspace", str(workspace)],
-                              env=env, cwd=str(REPO), dimensions=(40, 120), timeout=TIMEOUT)
+        child = spawn_on_fake(fake.base_url, workspace, TIMEOUT)
         try:
             chat = Chat(child)
             chat.prompt()

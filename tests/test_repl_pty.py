@@ -338,6 +338,15 @@ def test_ctrl_c_during_a_slow_tool_returns_to_the_prompt(spawn: Any, workspace: 
     assert [e["reason"] for e in of_type(events, "turn_end")] == ["interrupted", "end_turn"]
 
 
+def spawn_on_fake(base_url: str, workspace: Path, timeout: float = TIMEOUT) -> pexpect.spawn:
+    """`agent-cli chat` on the real anthropic provider, pointed at a loopback fake server."""
+    env = pty_env()
+    env.update(ANTHROPIC_API_KEY="test-key", ANTHROPIC_BASE_URL=base_url)
+    return pexpect.spawn(sys.executable, ["-m", "agent_cli", "chat", "--provider", "anthropic",
+                                          "--workspace", str(workspace)],
+                         env=env, cwd=str(REPO), dimensions=(40, 120), timeout=timeout)
+
+
 def test_ctrl_c_during_a_streaming_reply_returns_to_the_prompt(workspace: Path) -> None:
     """The real anthropic provider against the loopback fake, streaming slowly: Ctrl-C cancels
     the reply, and the next request is still a valid conversation (the fake validates it)."""
@@ -345,11 +354,7 @@ def test_ctrl_c_during_a_streaming_reply_returns_to_the_prompt(workspace: Path) 
 
     slow = Reply(content=[{"type": "text", "text": "word " * 3000}], event_delay_s=0.05)
     with FakeAnthropic([slow, text_reply("SECOND-ANSWER")]) as fake:
-        env = pty_env()
-        env.update(ANTHROPIC_API_KEY="test-key", ANTHROPIC_BASE_URL=fake.base_url)
-        child = pexpect.spawn(sys.executable, ["-m", "agent_cli", "chat", "--provider",
-                                               "anthropic", "--workspace", str(workspace)],
-                              env=env, cwd=str(REPO), dimensions=(40, 120), timeout=TIMEOUT)
+        child = spawn_on_fake(fake.base_url, workspace)
         try:
             chat = Chat(child)
             chat.prompt()
