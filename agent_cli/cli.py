@@ -273,7 +273,7 @@ def build_session(
                       approver=approver, sinks=sinks, log_path=log_path or common.log,
                       history=history, continues=continues, load_report=report)
     if settings.mcp.get("servers"):
-        from agent_cli.tools.mcp_bridge import attach
+        from agent_cli.tools.mcp.hub import attach
 
         attach(session)  # servers start in the background; their tools join when ready
     return session

@@ -27,7 +27,7 @@ from agent_cli.usage import UsageMeter
 
 if TYPE_CHECKING:
     from agent_cli.skills import SkillSet
-    from agent_cli.tools.mcp_bridge import MCPHub
+    from agent_cli.tools.mcp.hub import MCPHub
     from agent_cli.tools.scope import Scope
     from agent_cli.undo.recorder import WorkspaceRecorder
 
@@ -186,7 +186,7 @@ class Session:
         self.load_report = load_report or LoadReport()
         self._closed = False
         self.mcp: MCPHub | None = None
-        """MCP servers, when configured (tools/mcp_bridge.attach sets it)."""
+        """MCP servers, when configured (tools/mcp/hub.attach sets it)."""
 
     def _budget_tokens(self) -> int:
         """Config context_budget_tokens, else 80% of the current model's context window."""

@@ -146,7 +146,7 @@ def bench_ready(runs: int, tmp: Path, repo: Path) -> None:
     from agent_cli.providers.scripted import ScriptedProvider
     from agent_cli.session import Session
     from agent_cli.tools.loader import load_tools
-    from agent_cli.tools.mcp_bridge import attach
+    from agent_cli.tools.mcp.hub import attach
 
     print("2. in process: attach() returns / both servers ready / close()")
     returns, ready, closes = [], [], []
@@ -183,7 +183,7 @@ def bench_calls(calls: int, tmp: Path) -> None:
     from agent_cli.session import Session
     from agent_cli.tools.base import ToolContext
     from agent_cli.tools.loader import load_tools
-    from agent_cli.tools.mcp_bridge import attach
+    from agent_cli.tools.mcp.hub import attach
 
     os.environ["AGENT_CLI_HOME"] = str(tmp / "calls-home")
     servers = {"time": MCPServer(command=PY, args=["-m", "mcp_server_time"], trusted=True)}
@@ -238,7 +238,7 @@ def bench_four(runs: int, tmp: Path) -> None:
     from agent_cli.providers.scripted import ScriptedProvider
     from agent_cli.session import Session
     from agent_cli.tools.loader import load_tools
-    from agent_cli.tools.mcp_bridge import attach
+    from agent_cli.tools.mcp.hub import attach
 
     bin_dir = REPO / "tests" / "npm" / "node_modules" / ".bin"
     names = ("everything", "filesystem", "memory", "sequential-thinking")
@@ -263,7 +263,7 @@ def bench_four(runs: int, tmp: Path) -> None:
         assert hub is not None
         hub.wait_ready()
         ready.append(time.monotonic() - t0)
-        states = {s["name"]: s["state"] for s in hub.snapshot()}
+        states = {s.name: s.state for s in hub.snapshot()}
         t1 = time.monotonic()
         session.close()
         closes.append(time.monotonic() - t1)
@@ -278,7 +278,7 @@ def bench_http(calls: int, tmp: Path) -> None:
 
     from agent_cli.config import MCPServer
     from agent_cli.tools.base import ToolContext
-    from agent_cli.tools.mcp_bridge import MCPHub
+    from agent_cli.tools.mcp.hub import MCPHub
     from agent_cli.tools.registry import Registry
 
     server = REPO / "tests" / "mcp_e2e" / "hostile_server.py"

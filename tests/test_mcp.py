@@ -30,8 +30,8 @@ from agent_cli.providers.scripted import FunctionProvider, ScriptedProvider
 from agent_cli.session import Session
 from agent_cli.tools.base import EmptyArgs, Tool, ToolContext
 from agent_cli.tools.loader import load_tools
-from agent_cli.tools.mcp_bridge import MCPHub, attach
-from agent_cli.tools.mcp_pins import definition_hash
+from agent_cli.tools.mcp.hub import MCPHub, attach
+from agent_cli.tools.mcp.pins import definition_hash
 
 pytestmark = pytest.mark.mcp
 
@@ -401,7 +401,7 @@ def test_servers_that_never_start_give_one_line_each(workspace: Path, marker: st
         assert "within 1 s" in next(n for n in errors if "sleeper" in n)
         res = run.results()
         assert res["m1"].content == "6" and not res["m2"].is_error  # the rest works
-        states = {s["name"]: s["state"] for s in run.hub.snapshot()}  # type: ignore[union-attr]
+        states = {s.name: s.state for s in run.hub.snapshot()}  # type: ignore[union-attr]
         assert states == {"ghost": "failed", "quitter": "failed", "sleeper": "failed",
                           "time": "ready"}
     finally:
@@ -423,7 +423,7 @@ def _change_pinned_description(home: Path, server: str, tool: str) -> None:
 
 
 def test_changed_tool_definition_is_kept_out_until_accepted(workspace: Path, marker: str) -> None:
-    from agent_cli.commands.mcp_cmd import repl_command
+    from agent_cli.ui.mcp_repl import repl_mcp
 
     home = Path(os.environ["AGENT_CLI_HOME"])
     first = Run(workspace, {"time": time_server(marker, trusted=True)}, [done()])
@@ -446,7 +446,7 @@ def test_changed_tool_definition_is_kept_out_until_accepted(workspace: Path, mar
         assert "mcp accept time" in held[0]
         assert run.results()["p1"].is_error  # not offered, so not callable
 
-        shown = repl_command(run.session, "")  # /mcp
+        shown = repl_mcp(run.session, "")  # /mcp
         from rich.console import Console
 
         console = Console(record=True, width=200, force_terminal=False)
@@ -454,7 +454,7 @@ def test_changed_tool_definition_is_kept_out_until_accepted(workspace: Path, mar
         text = console.export_text()
         assert "time__get_current_time" in text and "held" in text
 
-        accepted = repl_command(run.session, "accept time")  # /mcp accept time
+        accepted = repl_mcp(run.session, "accept time")  # /mcp accept time
         console.print(accepted)
         assert "Accepted" in console.export_text()
         run.send()

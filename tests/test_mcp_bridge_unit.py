@@ -13,10 +13,11 @@ import pytest
 from agent_cli import events as ev
 from agent_cli.config import MCPServer, Settings, load_settings
 from agent_cli.tools.base import NAME_RE, EmptyArgs, Tool
-from agent_cli.tools.mcp_bridge import MISSING_EXTRA, MCPHub
-from agent_cli.tools.mcp_pins import PinStore, definition_hash, describe_changes
-from agent_cli.tools.mcp_results import exception_text, format_result
-from agent_cli.tools.mcp_tools import describe_claims, effect_of, make_validator, registry_name
+from agent_cli.tools.mcp.adapt import describe_claims, effect_of, make_validator, registry_name
+from agent_cli.tools.mcp.hub import MCPHub
+from agent_cli.tools.mcp.pins import PinStore, definition_hash, describe_changes
+from agent_cli.tools.mcp.results import exception_text, format_result
+from agent_cli.tools.mcp.state import MISSING_EXTRA
 from agent_cli.tools.registry import CallRejected, Registry
 
 # --------------------------------------------------------------------------- names and effects
@@ -265,7 +266,7 @@ def test_name_clash_with_an_existing_tool_is_an_error_not_an_overwrite(tmp_path:
     assert reg.get("x__z") is not None and reg.get("x__z").source == "mcp:x"  # type: ignore[union-attr]
     clash = [e.message for e in emitted if isinstance(e, ev.Notice) and e.kind == "mcp_error"]
     assert len(clash) == 1 and "x__y" in clash[0]
-    assert hub.snapshot()[0]["tools"][0]["status"] == "refused"
+    assert hub.snapshot()[0].tools[0].status == "refused"
     st.state = "stopped"  # a server that went away loses its tools at the next sync
     hub.sync()
     assert reg.get("x__z") is None and reg.get("x__y") is mine
@@ -294,7 +295,7 @@ def test_panel_lines_show_server_and_claims(tmp_path: Path) -> None:
 
 def test_missing_extra_gives_one_sentence_and_no_tools(tmp_path: Path,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("agent_cli.tools.mcp_bridge.mcp_available", lambda: False)
+    monkeypatch.setattr("agent_cli.tools.mcp.hub.mcp_available", lambda: False)
     emitted: list[Any] = []
     reg = Registry()
     hub = _hub(tmp_path, reg, emitted, {"a": MCPServer(command="x"),
@@ -304,7 +305,7 @@ def test_missing_extra_gives_one_sentence_and_no_tools(tmp_path: Path,
     notices = [e.message for e in emitted if isinstance(e, ev.Notice)]
     assert notices == [MISSING_EXTRA.format(names="a")]
     assert len(reg) == 0
-    assert {s["name"]: s["state"] for s in hub.snapshot()} == {"a": "unavailable",
+    assert {s.name: s.state for s in hub.snapshot()} == {"a": "unavailable",
                                                                 "b": "disabled"}
     hub.close()
 
@@ -329,7 +330,7 @@ def test_a_wrapped_plain_result_is_not_repeated() -> None:
 
 
 def test_refs_to_other_documents_or_nowhere_are_refused_in_one_line() -> None:
-    from agent_cli.tools.mcp_tools import local_refs_problem, make_validator
+    from agent_cli.tools.mcp.adapt import local_refs_problem, make_validator
 
     ok = {"type": "object", "$defs": {"tz": {"type": "string"}, "a/b": {"type": "integer"}},
           "properties": {"tz": {"$ref": "#/$defs/tz"}, "n": {"$ref": "#/$defs/a~1b"},
@@ -358,7 +359,7 @@ def test_refs_to_other_documents_or_nowhere_are_refused_in_one_line() -> None:
 
 
 def test_an_unusable_schema_is_refused_with_one_line(tmp_path: Path) -> None:
-    from agent_cli.tools.mcp_tools import tool_entries
+    from agent_cli.tools.mcp.adapt import tool_entries
 
     tool = mt.Tool(name="t", input_schema={"type": "object", "properties": {"x": {"type": 5}}})
     entries = tool_entries("s", MCPServer(command="x"), [tool], lambda *a: None)  # type: ignore[arg-type,return-value]

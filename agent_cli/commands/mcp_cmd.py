@@ -1,7 +1,6 @@
-"""`agent-cli mcp list` / `agent-cli mcp accept NAME`, and the REPL's `/mcp` command.
+"""`agent-cli mcp list|accept|add|import`, and the MCP part of `agent-cli tools`.
 
-Both views show each configured server, its state, and its tools with the effect class agent-cli
-gives them and the annotations as the server's (unverified) claims.
+The views they print are in ui/views/mcp.py; the REPL's `/mcp` command is ui/mcp_repl.py.
 """
 
 import sys
@@ -12,179 +11,14 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 import typer
 
 if TYPE_CHECKING:
-    from rich.console import Console, RenderableType
+    from rich.console import Console
 
     from agent_cli.config import Settings
-    from agent_cli.session import Session
-    from agent_cli.tools.mcp_bridge import MCPHub
+    from agent_cli.tools.mcp.hub import MCPHub
 
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
-
-STATUS_STYLE = {"offered": "green", "held": "bold yellow", "refused": "red", "disabled": "dim"}
-STATE_STYLE = {"ready": "green", "starting": "cyan", "failed": "bold red", "stopped": "bold red",
-               "unavailable": "bold red", "disabled": "dim", "closed": "dim"}
-
-
-def render_status(snapshot: list[dict[str, Any]]) -> "RenderableType":
-    """Servers and their tools, every server-supplied string through the sanitiser."""
-    from rich.console import Group
-    from rich.table import Table
-    from rich.text import Text
-
-    from agent_cli.safe_text import one_line
-    from agent_cli.ui.safe_rich import safe, safe_line
-
-    parts: list[Text | Table] = []
-    for srv in snapshot:
-        head = Text.assemble(safe(one_line(srv["name"]), "bold"), "  ",
-                             safe_line(srv["state"], 40, STATE_STYLE.get(srv["state"], "")),
-                             "  ", ("trusted" if srv["trusted"] else "untrusted",
-                                    "yellow" if srv["trusted"] else "dim"),
-                             safe_line(f"  mode {srv['mode']}", 60, "dim"))
-        if srv["protocol"]:
-            head.append_text(safe_line(f"  protocol {srv['protocol']}", 60, "dim"))
-        if srv["info"]:
-            head.append("  ")
-            head.append_text(safe(one_line(srv["info"], 60), "dim"))
-        parts.append(head)
-        parts.append(Text("  command: ", style="dim") + safe(one_line(srv["command"], 200),
-                                                             "dim"))
-        if srv["reason"]:
-            parts.append(Text("  ") + safe(one_line(srv["reason"], 300), "red"))
-        if srv["state"] == "ready" and not srv["pinned"]:
-            parts.append(Text("  not pinned yet: the first session that uses this server records "
-                              "its tool definitions", style="dim"))
-        if srv["state"] not in ("disabled", "unavailable"):
-            parts.append(Text("  stderr: ", style="dim") + safe(srv["errlog"], "dim"))
-        if srv["tools"]:
-            table = Table(show_header=True, header_style="bold", box=None, padding=(0, 2))
-            table.add_column("tool", no_wrap=True)
-            table.add_column("effect")
-            table.add_column("status")
-            table.add_column("server says", overflow="fold")
-            for tool in srv["tools"]:
-                table.add_row(safe(one_line(tool["name"])),
-                              safe_line(tool["effect"], 20, "green" if tool["effect"] == "read"
-                                        else "red"),
-                              safe_line(tool["status"], 20, STATUS_STYLE.get(tool["status"], "")),
-                              safe(tool["claims"], "italic"))
-            parts.append(table)
-            for tool in srv["tools"]:
-                for why in tool["why"]:
-                    parts.append(safe_line(f"    {tool['status']} {tool['name']}: ", None,
-                                           "yellow") + safe(one_line(why, 400)))
-                if tool["warning"]:
-                    parts.append(safe_line(f"    warning {tool['name']}: ", None, "yellow")
-                                 + safe(one_line(tool["warning"], 400)))
-        if srv.get("progress"):
-            parts.append(Text("  running: ", style="dim") + safe(srv["progress"]))
-        parts.append(Text(""))
-    if any(t["status"] == "held" for s in snapshot for t in s["tools"]):
-        parts.append(Text("Held tools changed since you first used their server; review the "
-                          "changes above, then accept them with /mcp accept NAME (REPL) or "
-                          "agent-cli mcp accept NAME.", style="yellow"))
-    parts.append(Text("Effect: write unless the server is trusted in config AND the tool says "
-                      "read-only; the server's annotations are claims, not checked.", style="dim"))
-    return Group(*parts)
-
-
-def repl_command(session: "Session", arg: str) -> "RenderableType":
-    """`/mcp` (state and tools) and `/mcp accept NAME` (pin a server's changed tools)."""
-    from rich.text import Text
-
-    hub = session.mcp
-    if hub is None:
-        return Text("No MCP servers are configured: add [mcp.servers.NAME] with command = ... "
-                    "to the config (see docs/mcp.md).", style="dim")
-    words = arg.split()
-    if not words or words[0] in ("list", "status"):
-        hub.sync()
-        return render_status(hub.snapshot())
-    if words[0] == "accept" and len(words) == 2:
-        return _accept_in_session(session, hub, words[1])
-    if words[0] == "prompts" and len(words) == 1:
-        return _list_prompts(hub)
-    if words[0] == "prompt" and len(words) >= 3:
-        return _send_prompt(session, hub, words[1], words[2], words[3:])
-    return Text("Usage: /mcp (servers and tools), /mcp accept NAME (offer a server's changed "
-                "tools again), /mcp prompts (the servers' prompts), /mcp prompt SERVER NAME "
-                "[ARG=VALUE ...] (send one as your message).", style="yellow")
-
-
-def _list_prompts(hub: "MCPHub") -> "RenderableType":
-    from rich.text import Text
-
-    from agent_cli.safe_text import one_line
-    from agent_cli.ui.safe_rich import safe
-
-    found = hub.prompts()
-    if not found:
-        return Text("No running MCP server offers prompts.", style="dim")
-    out = Text()
-    for server, name, description, args in found:
-        shown = " ".join(f"{a}=..." if required else f"[{a}=...]" for a, required in args)
-        out.append_text(safe(one_line(f"/mcp prompt {server} {name} {shown}".rstrip()), "bold"))
-        if description:
-            out.append_text(Text("  ") + safe(one_line(description, 200), "dim"))
-        out.append("\n")
-    return out
-
-
-def _send_prompt(session: "Session", hub: "MCPHub", server: str, name: str,
-                 raw: list[str]) -> "RenderableType":
-    """Fetch a server's prompt and send it as the user's message: the user typed the command,
-    so this is their turn; the text is shown (sanitised) before it goes. Ctrl-C during the turn
-    is settled like a typed message's."""
-    from rich.text import Text
-
-    from agent_cli.ui.safe_rich import safe
-
-    try:
-        args = _pairs(raw, "=", "a prompt argument")
-        text = hub.get_prompt(server, name, args)
-    except ValueError as e:
-        return safe(str(e), "yellow")
-    from agent_cli.ui.repl import settle_interrupted_turn
-
-    answered: set[str] = set()
-
-    def note(event: Any) -> None:
-        from agent_cli import events as ev
-
-        if isinstance(event, ev.ToolResultEvent):
-            answered.add(event.id)
-
-    session.sinks.append(note)
-    try:
-        session.send(f"(MCP prompt {server}/{name})\n{text}")
-    except KeyboardInterrupt:
-        settle_interrupted_turn(session, answered)
-    finally:
-        session.sinks.remove(note)
-    return Text("(that turn was the MCP prompt ", style="dim") + safe(f"{server}/{name}", "dim") \
-        + Text(", sent as your message)", style="dim")
-
-
-def _accept_in_session(session: "Session", hub: "MCPHub", name: str) -> "RenderableType":
-    from rich.text import Text
-
-    from agent_cli.ui.safe_rich import safe
-
-    if name not in hub.servers:
-        return Text("No MCP server named ", style="yellow") + safe(name) + safe(
-            f"; configured: {', '.join(hub.servers) or '(none)'}.", "yellow")
-    held = hub.held(name)
-    if not held:
-        return safe(f"Nothing to accept: no tool of {name} is held.", "dim")
-    accepted = hub.accept(name)
-    hub.sync()
-    lines = safe(f"Accepted the current definitions of {len(accepted)} tool(s) from {name}; "
-                 "they are offered to the model again:\n", "green")
-    for remote, changes in held.items():
-        lines.append_text(safe(f"  {remote}: {'; '.join(changes)}\n"))
-    return lines
 
 
 def register(app: typer.Typer) -> None:
@@ -201,17 +35,13 @@ def register(app: typer.Typer) -> None:
         server's annotations, then stop it. Exit 1 when a server could not start."""
         from rich.console import Console
 
-        from agent_cli.tools.mcp_bridge import (
-            MISSING_EXTRA,
-            configured_servers,
-            mcp_available,
-        )
+        from agent_cli.tools.mcp.state import MISSING_EXTRA, configured_servers, mcp_available
+        from agent_cli.ui.views.mcp import NOT_CONFIGURED, MCPStatus
 
         console = Console(highlight=False, markup=False)
         servers = configured_servers(common.settings())
         if not servers:
-            console.print("No MCP servers are configured: add [mcp.servers.NAME] with "
-                          "command = ... to the config (see docs/mcp.md).")
+            console.print(NOT_CONFIGURED)
             raise typer.Exit(EXIT_OK)
         if not mcp_available():
             enabled = [n for n, s in servers.items() if s.enabled]
@@ -219,10 +49,10 @@ def register(app: typer.Typer) -> None:
                        EXIT_FAILED)
         hub = _start_hub(servers, common.workspace_dir())
         try:
-            console.print(render_status(hub.snapshot()))
+            console.print(MCPStatus(hub.snapshot()))
         finally:
             hub.close()
-        failed = [s for s in hub.snapshot() if s["state"] in ("failed", "stopped")]
+        failed = [s for s in hub.snapshot() if s.state in ("failed", "stopped")]
         raise typer.Exit(EXIT_FAILED if failed else EXIT_OK)
 
     @mcp_app.command("accept")
@@ -239,7 +69,7 @@ def register(app: typer.Typer) -> None:
         from rich.console import Console
         from rich.text import Text
 
-        from agent_cli.tools.mcp_bridge import configured_servers, mcp_available
+        from agent_cli.tools.mcp.state import configured_servers, mcp_available
         from agent_cli.ui.safe_rich import safe
 
         console = Console(highlight=False, markup=False)
@@ -309,7 +139,12 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Add a server to the config (the --config file, else your user config):
         `agent-cli mcp add NAME -- CMD ARGS...` or `agent-cli mcp add NAME --url URL`."""
-        from agent_cli.tools.mcp_config import append_servers, existing_servers, normalise
+        from agent_cli.tools.mcp.config import (
+            append_servers,
+            existing_servers,
+            normalise,
+            parse_pairs,
+        )
 
         target = _config_target(common)
         try:
@@ -318,7 +153,7 @@ def register(app: typer.Typer) -> None:
                 program = str(Path(program).resolve())  # servers start in a neutral folder
             entry = normalise(name, {
                 "type": kind, "command": program, "args": list(cmd[1:]) if cmd
-                else [], "env": _pairs(env, "=", "--env"), "headers": _pairs(header, "=",
+                else [], "env": parse_pairs(env, "=", "--env"), "headers": parse_pairs(header, "=",
                                                                              "--header"),
                 "url": url, "cwd": cwd})
             if name in existing_servers(target):
@@ -341,7 +176,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Add every server of an `mcpServers` block to the config; names already there are
         left alone and named. Exit 1 if an entry could not be read."""
-        from agent_cli.tools.mcp_config import (
+        from agent_cli.tools.mcp.config import (
             append_servers,
             existing_servers,
             normalise,
@@ -378,16 +213,6 @@ def register(app: typer.Typer) -> None:
     app.add_typer(mcp_app, name="mcp")
 
 
-def _pairs(items: list[str] | None, sep: str, flag: str) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for item in items or []:
-        key, found, value = item.partition(sep)
-        if not found or not key:
-            raise ValueError(f"{flag} takes KEY{sep}VALUE, not {item!r}")
-        out[key] = value
-    return out
-
-
 def _config_target(common: Any) -> Path:
     from agent_cli.config import home
 
@@ -399,12 +224,10 @@ def print_tools(console: "Console", settings: "Settings", workspace: Path) -> bo
     each tool with its full sanitised description and a warning where the server hid padding or
     control characters in it, and every refused tool with its reason. False if a server could
     not start."""
-    from rich.padding import Padding
     from rich.text import Text
 
-    from agent_cli.safe_text import one_line
-    from agent_cli.tools.mcp_bridge import configured_servers, mcp_available
-    from agent_cli.ui.safe_rich import safe
+    from agent_cli.tools.mcp.state import configured_servers, mcp_available
+    from agent_cli.ui.views.mcp import MCPToolList
 
     servers = {n: s for n, s in configured_servers(settings).items() if s.enabled}
     if not servers:
@@ -418,41 +241,16 @@ def print_tools(console: "Console", settings: "Settings", workspace: Path) -> bo
     hub = _start_hub(servers, workspace)
     try:
         snapshot = hub.snapshot()
-        tools = {e.name: e for st in hub.servers.values() for e in st.tools.values()}
     finally:
         hub.close()
-    ok = True
-    for srv in snapshot:
-        if srv["state"] != "ready":
-            ok = False
-            console.print(Text("MCP server ", style="bold red") + safe(one_line(srv["name"]))
-                          + safe(f" {srv['state']}: ", "bold red")
-                          + safe(one_line(srv["reason"])))
-            continue
-        for tool in srv["tools"]:
-            entry = tools.get(tool["name"])
-            status = tool["status"]
-            console.print(Text.assemble(
-                safe(one_line(tool["name"]), "bold"), "  ",
-                safe(tool["effect"], "green" if tool["effect"] == "read" else "red"), "  ",
-                safe(status, STATUS_STYLE.get(status, ""))))
-            console.print(Text("  source: ", style="dim") + safe(f"mcp:{srv['name']}", "dim"))
-            if entry is not None and entry.tool is not None:
-                console.print(Text("  schema ", style="dim") + safe(entry.tool.schema_hash(),
-                                                                    "dim"))
-            for why in tool["why"]:
-                console.print(Text("  why: ", style="yellow") + safe(one_line(why)))
-            if tool["warning"]:
-                console.print(Text("  warning: ", style="bold yellow")
-                              + safe(one_line(tool["warning"])))
-            console.print(Padding(safe(tool["description"]), (0, 0, 0, 2)))
-    return ok
+    console.print(MCPToolList(snapshot))
+    return all(srv.state == "ready" for srv in snapshot)
 
 
 def _start_hub(servers: dict[str, Any], workspace: Any) -> "MCPHub":
     """A hub that only looks: it starts the servers, waits for them, and pins nothing."""
     from agent_cli.config import home
-    from agent_cli.tools.mcp_bridge import MCPHub
+    from agent_cli.tools.mcp.hub import MCPHub
     from agent_cli.tools.registry import Registry
 
     stamp = time.strftime("%Y%m%d-%H%M%S")

@@ -244,9 +244,9 @@ def cmd_compact(session: Session, arg: str) -> RenderableType:
 def cmd_mcp(session: Session, arg: str) -> RenderableType:
     """MCP servers, their state and tools; `/mcp accept NAME` offers a server's changed tools
     again."""
-    from agent_cli.commands.mcp_cmd import repl_command
+    from agent_cli.ui.mcp_repl import repl_mcp
 
-    return repl_command(session, arg)
+    return repl_mcp(session, arg)
 
 
 def cmd_undo(session: Session, arg: str) -> RenderableType | None:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from agent_cli.redact import Redactor
-from agent_cli.tools.mcp_pins import PinStore
+from agent_cli.tools.mcp.pins import PinStore
 from agent_cli.tools.trust import PluginPins
 from agent_cli.ui.history import RedactedFileHistory
 from tests.conftest import REPO

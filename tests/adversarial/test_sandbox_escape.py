@@ -207,7 +207,7 @@ def test_mcp_server_cannot_write_outside_its_folder_or_connect(tmp_path: Path,
                                                               workspace: Path,
                                                               outside: Path) -> None:
     pytest.importorskip("mcp")
-    from agent_cli.tools.mcp_bridge import attach
+    from agent_cli.tools.mcp.hub import attach
 
     home = tmp_path / "server-home"
     home.mkdir()

@@ -19,7 +19,7 @@ import pytest
 
 from agent_cli import events as ev
 from agent_cli.config import MCPServer
-from agent_cli.tools.mcp_bridge import MCPHub
+from agent_cli.tools.mcp.hub import MCPHub
 from agent_cli.tools.procs import is_running
 from agent_cli.tools.registry import Registry
 from tests.mcp_e2e.conftest import HOSTILE, PY
@@ -104,7 +104,7 @@ def test_hostile_names_titles_descriptions_and_schemas(workspace: Path, marker: 
         for name in ("remote_ref", "dangling_ref", "needs_tasks"):
             assert f"hostile__{name}" not in offered
         snap = run.hub.snapshot()[0]  # type: ignore[union-attr]
-        statuses = {t["name"]: t["status"] for t in snap["tools"]}
+        statuses = {t.name: t.status for t in snap.tools}
         assert statuses["hostile__needs_tasks"] == "refused"
     finally:
         run.close()
@@ -128,7 +128,7 @@ def test_instructions_reach_the_model_sanitised_and_marked(workspace: Path, mark
 
 def test_a_tool_added_mid_session_is_pin_checked_and_offered_after_accept(
         workspace: Path, marker: str) -> None:
-    from agent_cli.commands.mcp_cmd import repl_command
+    from agent_cli.ui.mcp_repl import repl_mcp
 
     run = Run(workspace, {"hostile": hostile(marker)},
               [calls(use("a1", "hostile__add_tool", {})), done(),
@@ -147,7 +147,7 @@ def test_a_tool_added_mid_session_is_pin_checked_and_offered_after_accept(
         held = [n for n in run.notices("mcp_pin") if "hostile__late" in n]
         assert len(held) == 1 and "new tool" in held[0]
         assert "hostile__late" not in run.offered(1)  # new since the pin: held until accepted
-        repl_command(run.session, "accept hostile")
+        repl_mcp(run.session, "accept hostile")
         run.send()
         assert "hostile__late" in run.offered(2)
         assert run.results()["l1"].content == "42"
@@ -249,7 +249,7 @@ def test_env_and_cwd_a_planted_module_in_the_workspace_is_not_run(
     try:
         run.send()
         assert not proof.exists()
-        states = {s["name"]: s["state"] for s in run.hub.snapshot()}  # type: ignore[union-attr]
+        states = {s.name: s.state for s in run.hub.snapshot()}  # type: ignore[union-attr]
         assert states["planted"] == "failed"
         cwd, token = run.results()["w1"].content.splitlines()
         assert Path(cwd) != workspace.resolve() and token == "tok-123"
@@ -298,7 +298,7 @@ def test_accept_shows_the_whole_change(tmp_path: Path, workspace: Path, marker: 
     first.send()
     first.close()
     pins = json.loads((home / "mcp-pins.json").read_text())
-    from agent_cli.tools.mcp_pins import definition_hash
+    from agent_cli.tools.mcp.pins import definition_hash
 
     entry = pins["servers"]["hostile"]["tools"]["where"]
     entry["definition"]["description"] = "Old words.\n" + "Filler line.\n" * 30
@@ -321,22 +321,22 @@ def test_accept_shows_the_whole_change(tmp_path: Path, workspace: Path, marker: 
 def test_prompts_are_listed_and_sent_as_the_users_message(workspace: Path, marker: str) -> None:
     from rich.console import Console
 
-    from agent_cli.commands.mcp_cmd import repl_command
+    from agent_cli.ui.mcp_repl import repl_mcp
 
     run = Run(workspace, {"hostile": hostile(marker)}, [done(), done("reviewed")])
     try:
         run.send()
         console = Console(record=True, width=200, force_terminal=False)
-        console.print(repl_command(run.session, "prompts"))
+        console.print(repl_mcp(run.session, "prompts"))
         listing = console.export_text()
         assert "/mcp prompt hostile review path=... [focus=...]" in listing
         assert ESC not in listing and "\\x1b[2J" in listing
-        console.print(repl_command(run.session, "prompt hostile review path=app.py"))
+        console.print(repl_mcp(run.session, "prompt hostile review path=app.py"))
         sent = run.provider.requests[1].messages[-1]
         assert sent["role"] == "user"
         assert "Please review app.py, looking for bugs." in str(sent["content"])
         assert "(MCP prompt hostile/review)" in str(sent["content"])
-        bad = repl_command(run.session, "prompt hostile nope")
+        bad = repl_mcp(run.session, "prompt hostile nope")
         console.print(bad)
         assert "could not give the prompt nope" in console.export_text()
         assert len(run.provider.requests) == 2  # a failed prompt sends nothing

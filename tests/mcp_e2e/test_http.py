@@ -31,7 +31,7 @@ def test_a_call_over_http_or_sse_with_a_header_from_the_environment(
         assert res["h1"].content == "Bearer t0ken"  # the header, expanded, reached the server
         assert "hello from a resource" in res["r1"].content
         snap = run.hub.snapshot()[0]  # type: ignore[union-attr]
-        assert snap["state"] == "ready" and snap["command"] == f"{kind} {url}"
+        assert snap.state == "ready" and snap.command == f"{kind} {url}"
         assert "t0ken" not in repr(snap)  # the token is never shown
     finally:
         run.close()

@@ -15,7 +15,7 @@ from agent_cli.config import MCPServer, Settings
 from agent_cli.providers.anthropic import AnthropicProvider
 from agent_cli.session import Session, make_provider
 from agent_cli.tools.loader import load_tools
-from agent_cli.tools.mcp_bridge import attach
+from agent_cli.tools.mcp.hub import attach
 from tests.fakes import anthropic_server as fa
 from tests.fakes import openai_server as fo
 from tests.mcp_e2e.conftest import HOSTILE, PY

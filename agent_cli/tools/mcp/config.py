@@ -118,3 +118,15 @@ def append_servers(path: Path, servers: dict[str, dict[str, Any]]) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         f.write(text)
+
+
+def parse_pairs(items: list[str] | None, sep: str, flag: str) -> dict[str, str]:
+    """`KEY=VALUE` words (`mcp add --env/--header`, `/mcp prompt ... ARG=VALUE`) as a dict, or a
+    ValueError naming `flag` and the word that has no key or no separator."""
+    out: dict[str, str] = {}
+    for item in items or []:
+        key, found, value = item.partition(sep)
+        if not found or not key:
+            raise ValueError(f"{flag} takes KEY{sep}VALUE, not {item!r}")
+        out[key] = value
+    return out

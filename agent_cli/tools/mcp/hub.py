@@ -12,10 +12,15 @@ to stop, so cancel scopes nest the way anyio wants. The rest of agent-cli stays 
   polling the loop's cancel flag so Ctrl-C reaches the server as a cancellation.
 
 Trust: annotations are hints from the server, shown as claims. Every MCP tool is `write` unless
-its server is configured `trusted` and the tool says readOnlyHint true (see mcp_tools.py, which
-turns a listed tool into a Tool; mcp_results.py turns what a call returns into its output). Tool
-definitions are pinned on first use (see mcp_pins.py); a changed one is kept out until the user
+its server is configured `trusted` and the tool says readOnlyHint true (see adapt.py, which turns
+a listed tool into a Tool; results.py turns what a call returns into its output). Tool
+definitions are pinned on first use (see pins.py); a changed one is kept out until the user
 accepts it.
+
+The package: hub (this module: lifecycle, the registry sync, calls), serve (each server's task on
+the portal thread), features (resources, prompts, progress, instructions), state (what the hub
+knows and the typed views it hands out), adapt, results, pins, transport, and config (writing
+`[mcp.servers.NAME]` tables).
 
 `mcp` and `jsonschema` are an optional extra: nothing here imports them at module level.
 """
@@ -25,144 +30,48 @@ from __future__ import annotations
 import atexit
 import concurrent.futures
 import contextlib
-import importlib.util
 import logging
 import os
-import secrets
 import shutil
 import signal
 import tempfile
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent_cli.tools.base import Tool, ToolContext, ToolOutput, canonical_json
-from agent_cli.tools.mcp_features import HubFeatures, list_pages, terminal_progress
-from agent_cli.tools.mcp_pins import PinStore
-from agent_cli.tools.mcp_results import exception_text, flatten_exception, format_result
-from agent_cli.tools.mcp_tools import (
-    NAME_OK,
-    ToolEntry,
-    describe_claims,
-    resource_entries,
-    tool_entries,
+from agent_cli.tools.mcp.adapt import NAME_OK, describe_claims
+from agent_cli.tools.mcp.features import HubFeatures
+from agent_cli.tools.mcp.pins import PinStore
+from agent_cli.tools.mcp.results import exception_text, format_result
+from agent_cli.tools.mcp.serve import ServerTasks
+from agent_cli.tools.mcp.state import (
+    BOOT_ALLOWANCE_S,
+    BOOT_HEAD_START_S,
+    MISSING_EXTRA,
+    STOP_GRACE_S,
+    ServerState,
+    ServerStatus,
+    ToolStatus,
+    configured_servers,
+    mcp_available,
 )
-from agent_cli.tools.mcp_transport import ExpandError, describe_endpoint, http_streams, stdio_params
+from agent_cli.tools.mcp.transport import describe_endpoint
+
+# attach() below is replaced by the CLI helper's start_hub (issue 14); until then it needs the
+# Session type and the terminal's progress lines, both from above this layer.
+from agent_cli.ui.mcp_progress import terminal_progress
 
 if TYPE_CHECKING:
     from agent_cli import events as ev
-    from agent_cli.config import MCPServer, Settings
+    from agent_cli.config import MCPServer
     from agent_cli.session import Session
     from agent_cli.tools.registry import Registry
 
-MISSING_EXTRA = (
-    "MCP servers are configured ({names}) but the optional MCP support is not installed; "
-    "install it into agent-cli's environment: pip install mcp jsonschema (with pipx: pipx inject "
-    "agent-cli-host mcp jsonschema), or set enabled = false for those servers."
-)
-STOP_GRACE_S = 8.0
-"""Longest wait for all servers to stop on close (the SDK's own shutdown is bounded at ~6 s)."""
-BOOT_HEAD_START_S = 0.3
-"""How long the servers' start waits for the REPL prompt to come up, unless needed sooner."""
-BOOT_ALLOWANCE_S = 15.0
-"""Longest wait for the event loop and the SDK import before a server's own timeout starts."""
 
-
-def mcp_available() -> bool:
-    """True when the optional extra (mcp + jsonschema) is importable; imports neither."""
-    for module in ("mcp", "jsonschema"):
-        try:
-            if importlib.util.find_spec(module) is None:
-                return False
-        except (ImportError, ValueError):  # blocked or half-installed
-            return False
-    return True
-
-
-def configured_servers(settings: Settings) -> dict[str, MCPServer]:
-    return dict(settings.mcp.get("servers", {}))
-
-
-def _import_sdk() -> None:
-    import jsonschema  # noqa: F401
-    import mcp  # noqa: F401
-
-
-@dataclass
-class ServerState:
-    name: str
-    config: MCPServer
-    errlog: Path
-    state: str = "starting"
-    """disabled | unavailable | starting | ready | failed | stopped | closed"""
-    reason: str = ""
-    protocol: str = ""
-    info: str = ""
-    tools: dict[str, ToolEntry] = field(default_factory=dict)
-    ready: threading.Event = field(default_factory=threading.Event)
-    deadline: float = 0.0
-    client: Any = None
-    stop: Any = None
-    """anyio.Event set (on the portal thread) to end the server task."""
-    task: concurrent.futures.Future[None] | None = None
-    closing: bool = False
-    marker: str = field(default_factory=lambda: secrets.token_hex(12))
-    """In the environment of every process a stdio server starts, so close can end them all,
-    also those that left its process group."""
-    instructions: str = ""
-    """The server's `instructions`, as it sent them (sanitised when passed on)."""
-    relist: Any = None
-    """anyio memory stream (send side): a tools/list_changed notification puts a token here."""
-    progress: str = ""
-    """The latest progress notification of a running call, for `/mcp`."""
-    dirty: bool = False
-    """A tools/list_changed arrived and the tools were not listed again since."""
-
-
-class _EofWatch:
-    """Wraps the transport's read stream to notice when the server goes away (EOF) between
-    calls, so its tools can be removed before the model tries them."""
-
-    def __init__(self, inner: Any, on_eof: Callable[[], None]) -> None:
-        self._inner = inner
-        self._on_eof = on_eof
-
-    def __aiter__(self) -> _EofWatch:
-        return self
-
-    async def __anext__(self) -> Any:
-        try:
-            return await self._inner.__anext__()
-        except StopAsyncIteration:
-            self._on_eof()
-            raise
-
-    async def receive(self) -> Any:
-        import anyio
-
-        try:
-            return await self._inner.receive()
-        except anyio.EndOfStream:
-            self._on_eof()
-            raise
-
-    async def __aenter__(self) -> _EofWatch:
-        await self._inner.__aenter__()
-        return self
-
-    async def __aexit__(self, *exc: Any) -> Any:
-        return await self._inner.__aexit__(*exc)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-
-
-
-class MCPHub(HubFeatures):
+class MCPHub(ServerTasks, HubFeatures):
     """Owns the portal thread and every configured server; see the module docstring."""
 
     def __init__(
@@ -430,12 +339,6 @@ class MCPHub(HubFeatures):
             for message, kind in notices:
                 self.emit(ev.Notice(message=message, kind=kind))
 
-    def take_notices(self) -> list[str]:
-        """For callers without an event sink (`agent-cli mcp list`)."""
-        with self._lock:
-            notices, self._notices = self._notices, []
-        return [m for m, _ in notices]
-
     def _refuse(self, name: str, why: str) -> None:
         with self._lock:
             for st in self.servers.values():
@@ -530,302 +433,26 @@ class MCPHub(HubFeatures):
             await self._relist(st, client)
         return format_result(result)
 
-    def _lost(self, st: ServerState, why: str) -> None:
-        """The server went away (on the portal thread): drop its tools at the next sync."""
-        if st.closing or st.state != "ready":
-            return
-        with self._lock:
-            st.state, st.reason = "stopped", why
-            self._notices.append((f"MCP server {st.name} stopped ({why}; it may have crashed); "
-                                  f"its tools were removed. Server stderr: {st.errlog}",
-                                  "mcp_error"))
-
-    # -- the server task (portal thread) ---------------------------------------------------------
-
-    async def _serve(self, st: ServerState) -> None:
-        """Connect, list tools, stay connected until asked to stop. Raises only cancellation."""
-        import anyio
-
-        cancelled = anyio.get_cancelled_exc_class()
-        st.stop = anyio.Event()
-        startup = st.config.startup_timeout_s
-        st.deadline = time.monotonic() + BOOT_ALLOWANCE_S + startup
-        # Importing the SDK takes ~0.35 s: do it off the event loop, which must stay free to
-        # accept the other servers' start requests without blocking the main thread.
-        try:
-            await anyio.to_thread.run_sync(_import_sdk)
-        except Exception as e:  # a broken install: one line, like any other start failure
-            self._failed(st, f"the mcp SDK cannot be imported ({exception_text(e)})")
-            return
-        try:
-            import os
-
-            from agent_cli.private_files import open_private
-
-            errlog = os.fdopen(open_private(Path(st.errlog), os.O_WRONLY | os.O_APPEND), "a",
-                               encoding="utf-8")  # 0600; closed in close()
-        except (OSError, ValueError) as e:
-            self._failed(st, f"cannot open its stderr log {st.errlog}: {e}")
-            return
-        self._files.append(errlog)
-        started = anyio.Event()
-        relist_send, relist_recv = anyio.create_memory_object_stream[None](1)
-        st.relist = relist_send
-
-        st.deadline = time.monotonic() + startup
-
-        async def watchdog(scope: anyio.CancelScope) -> None:
-            # Fail at the deadline itself (not after the slow kill of a hung process), so
-            # the one line about it is there when the first request waits for the servers.
-            with anyio.move_on_after(startup):
-                await started.wait()
-                return
-            if st.state == "starting":
-                self._failed(st, self._timeout_text(st))
-                scope.cancel()
-
-        async def relister(client: Any) -> None:
-            async for _ in relist_recv:
-                await self._relist(st, client)
-
-        async def listener(client: Any) -> None:
-            # 2026-07-28 servers announce changes on a subscriptions/listen stream instead of
-            # a notification; older ones are handled by on_message in _connect.
-            if str(client.protocol_version) < "2026-07-28":
-                return
-            with contextlib.suppress(Exception):
-                async with client.listen(tools_list_changed=True) as sub:
-                    async for _event in sub:
-                        st.dirty = True
-                        with contextlib.suppress(Exception):
-                            relist_send.send_nowait(None)
-
-        try:
-            with anyio.CancelScope() as scope:
-                async with anyio.create_task_group() as tg:
-                    tg.start_soon(watchdog, scope)
-                    async with self._connect(st, errlog) as client:
-                        listed = await self._list_tools(client)
-                        resources = self._has_resources(client)
-                        self._ready(st, client, listed, resources)
-                        started.set()
-                        tg.start_soon(relister, client)
-                        tg.start_soon(listener, client)
-                        await st.stop.wait()
-                        st.client = None
-                        tg.cancel_scope.cancel()
-        except cancelled:
-            raise
-        except BaseException as e:  # connect failures arrive as nested exception groups
-            if isinstance(e, KeyboardInterrupt | SystemExit):
-                raise
-            if st.closing:
-                pass
-            elif st.state == "starting":
-                leaf = flatten_exception(e)
-                text = exception_text(e)
-                if isinstance(leaf, ExpandError):
-                    text = str(leaf)
-                elif "timed out" in text or isinstance(leaf, TimeoutError):
-                    text = self._timeout_text(st)
-                elif text in ("Connection closed", "MCPError: Connection closed"):
-                    text = "it exited or closed the connection before the handshake finished"
-                self._failed(st, text)
-            else:
-                self._lost(st, exception_text(e))
-        finally:
-            st.client = None
-            st.relist = None
-            st.ready.set()
-
-    async def _relist(self, st: ServerState, client: Any) -> None:
-        """List the tools again after a tools/list_changed (once per notification burst)."""
-        if not st.dirty:
-            return
-        st.dirty = False
-        try:
-            listed = await self._list_tools(client)
-        except Exception as e:  # keep the old list; say so once per failure
-            self.note(f"MCP server {st.name} said its tools changed, but listing them failed "
-                      f"({exception_text(e)}); its old tools stay.", "mcp_error")
-            return
-        self._relisted(st, listed)
-
-    @staticmethod
-    def _timeout_text(st: ServerState) -> str:
-        text = f"it did not finish starting within {st.config.startup_timeout_s:g} s"
-        if st.config.mode == "auto":
-            text += (" (a server that ignores the 2026-07-28 discovery request costs 10 s in "
-                     'mode "auto": try mode = "legacy" for it)')
-        return text
-
-    @staticmethod
-    def _has_resources(client: Any) -> bool:
-        caps = getattr(client, "server_capabilities", None)
-        return getattr(caps, "resources", None) is not None
-
-    @contextlib.asynccontextmanager
-    async def _connect(self, st: ServerState, errlog: Any) -> AsyncIterator[Any]:
-        from mcp import Client, stdio_client
-        from mcp_types import (
-            Implementation,
-            LoggingMessageNotificationParams,
-            ToolListChangedNotification,
-        )
-
-        from agent_cli import __version__
-
-        cfg = st.config
-        lost = "the connection closed"
-
-        @contextlib.asynccontextmanager
-        async def transport() -> AsyncIterator[Any]:
-            if cfg.transport == "stdio":
-                params = stdio_params(cfg, self._neutral_cwd(), st.marker, st.name)
-                async with stdio_client(params, errlog=errlog) as (read, write):
-                    yield _EofWatch(read, lambda: self._lost(st, lost)), write
-            else:
-                async with http_streams(cfg, cfg.startup_timeout_s) as (read, write):
-                    yield read, write
-
-        async def on_message(message: Any) -> None:
-            if isinstance(message, ToolListChangedNotification) and st.relist is not None:
-                st.dirty = True
-                with contextlib.suppress(Exception):  # one pending re-list is enough
-                    st.relist.send_nowait(None)
-
-        async def on_log(params: LoggingMessageNotificationParams) -> None:
-            # The server's log lines go to its log file, never raw to the terminal.
-            from agent_cli.safe_text import one_line
-
-            data = params.data if isinstance(params.data, str) else canonical_json(params.data)
-            self._server_log(st, one_line(f"server log {params.level} {params.logger or ''}: "
-                                          f"{data}", 4000))
-
-        client = Client(transport(), mode=cfg.mode, read_timeout_seconds=cfg.startup_timeout_s,
-                        client_info=Implementation(name="agent-cli", version=__version__),
-                        cache=None, message_handler=on_message, logging_callback=on_log,
-                        log_level="info")
-        async with client:
-            st.protocol = str(client.protocol_version)
-            info = client.server_info
-            st.info = f"{info.name} {info.version}" if info is not None else ""
-            st.instructions = client.instructions or ""
-            yield client
-
-    @staticmethod
-    async def _list_tools(client: Any) -> list[Any]:
-        return await list_pages(client.list_tools, "tools")
-
-    def _entries(self, st: ServerState, listed: list[Any],
-                 resources: bool = False) -> dict[str, ToolEntry]:
-        entries = tool_entries(st.name, st.config, listed, self.call)
-        if resources:
-            for entry in resource_entries(st.name, st.config, self.resource):
-                entries.setdefault(entry.name, entry)
-        return entries
-
-    def _pin_check(self, st: ServerState, entries: dict[str, ToolEntry]) -> list[str]:
-        """Hold every offered entry whose definition differs from its pin; returns the pinned
-        tools the server no longer lists. Resource tools are agent-cli's own: not pinned."""
-        defs = {e.remote: e.definition for e in entries.values()
-                if e.status != "refused" and not e.builtin}
-        check = self.pins.check(st.name, defs, pin_first_use=self.pin_first_use)
-        for entry in entries.values():
-            if entry.remote in check.held and entry.status == "offered" and not entry.builtin:
-                entry.status, entry.why = "held", check.held[entry.remote]
-        return check.gone
-
-    def _ready(self, st: ServerState, client: Any, listed: list[Any],
-               resources: bool = False) -> None:
-        entries = self._entries(st, listed, resources)
-        gone = self._pin_check(st, entries)
-        with self._lock:
-            st.tools, st.client, st.state = entries, client, "ready"
-            offered = [e.name for e in entries.values() if e.status == "offered"]
-            self._notices.append((f"MCP server {st.name} ready: {len(offered)} tool"
-                                  f"{'' if len(offered) == 1 else 's'}"
-                                  f"{' (' + ', '.join(offered) + ')' if offered else ''}.",
-                                  "mcp"))
-            self._entry_notices(st, entries.values())
-            if gone:
-                self._notices.append((f"MCP server {st.name} no longer lists: "
-                                      f"{', '.join(gone)}.", "mcp"))
-        st.ready.set()
-
-    def _entry_notices(self, st: ServerState, entries: Any) -> None:
-        """One line per held or refused tool (caller holds the lock)."""
-        for e in entries:
-            if e.status == "held":
-                self._notices.append((
-                    f"MCP tool {e.name} is kept out: its definition changed since you accepted "
-                    f"it ({'; '.join(e.why)}). Review and accept with /mcp accept {st.name} or "
-                    f"`agent-cli mcp accept {st.name}`.", "mcp_pin"))
-            elif e.status == "refused":
-                self._notices.append((f"MCP tool {st.name}/{e.shown} is not offered: "
-                                      f"{'; '.join(e.why)}.", "mcp_error"))
-            elif e.warning:
-                self._notices.append((f"MCP tool {e.name}: {e.warning}", "mcp_error"))
-
-    def _relisted(self, st: ServerState, listed: list[Any]) -> None:
-        """A tools/list_changed notification (portal thread): the new list replaces the old
-        one, each tool through the pin check again (a new or changed tool is held until the user
-        accepts it), and the user is told what changed. The registry follows at the next sync."""
-        if st.state != "ready":
-            return
-        resources = any(e.builtin for e in st.tools.values())
-        entries = self._entries(st, listed, resources)
-        self._pin_check(st, entries)
-        with self._lock:
-            old = st.tools
-            st.tools = entries
-            added = [e for n, e in entries.items() if n not in old]
-            removed = [e.name for n, e in old.items() if n not in entries]
-            changed = [e for n, e in entries.items()
-                       if n in old and old[n].definition != e.definition]
-            parts = []
-            if added:
-                parts.append("added " + ", ".join(e.name for e in added))
-            if removed:
-                parts.append("removed " + ", ".join(removed))
-            if changed:
-                parts.append("changed " + ", ".join(e.name for e in changed))
-            self._notices.append((f"MCP server {st.name} changed its tools: "
-                                  f"{'; '.join(parts) or 'no visible change'}.", "mcp"))
-            self._entry_notices(st, [*added, *changed])
-
-    def _failed(self, st: ServerState, why: str) -> None:
-        with self._lock:
-            if st.state != "starting":
-                return
-            st.state, st.reason = "failed", why
-            self._notices.append((f"MCP server {st.name} could not start: {why}. Its tools are "
-                                  f"not offered; server stderr: {st.errlog}", "mcp_error"))
-        st.ready.set()
-
     # -- views -----------------------------------------------------------------------------------
 
-    def snapshot(self) -> list[dict[str, Any]]:
-        """A plain copy of every server's state and tools, for `/mcp` and `agent-cli mcp list`."""
-        out: list[dict[str, Any]] = []
+    def snapshot(self) -> list[ServerStatus]:
+        """A frozen copy of every server's state and tools, for `/mcp`, `agent-cli mcp list`
+        and `agent-cli tools` (ui/views/mcp.py shows it)."""
         pinned = {name: self.pins.pinned(name) is not None for name in self.servers}
         with self._lock:
-            for st in self.servers.values():
-                out.append({
-                    "name": st.name, "state": st.state, "reason": st.reason,
-                    "trusted": st.config.trusted, "mode": st.config.mode,
-                    "command": describe_endpoint(st.config),
-                    "progress": st.progress,
-                    "protocol": st.protocol, "info": st.info, "errlog": str(st.errlog),
-                    "pinned": pinned[st.name],
-                    "tools": [{"name": e.name, "remote": e.shown, "effect": e.effect,
-                               "description": e.description, "warning": e.warning,
-                               "status": e.status, "why": list(e.why),
-                               "claims": describe_claims(e.annotations),
-                               "annotations": canonical_json(e.annotations)}
-                              for e in st.tools.values()],
-                })
-        return out
+            return [ServerStatus(
+                name=st.name, state=st.state, reason=st.reason, trusted=st.config.trusted,
+                mode=st.config.mode, command=describe_endpoint(st.config), progress=st.progress,
+                protocol=st.protocol, info=st.info, errlog=str(st.errlog),
+                pinned=pinned[st.name],
+                tools=tuple(ToolStatus(
+                    name=e.name, remote=e.shown, effect=e.effect, description=e.description,
+                    warning=e.warning, status=e.status, why=tuple(e.why),
+                    claims=describe_claims(e.annotations),
+                    annotations=canonical_json(e.annotations),
+                    schema_hash=e.tool.schema_hash() if e.tool is not None else "")
+                    for e in st.tools.values()))
+                for st in self.servers.values()]
 
 
 def attach(session: Session) -> MCPHub | None:

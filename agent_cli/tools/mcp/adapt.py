@@ -1,6 +1,6 @@
 """A tool listed by an MCP server, turned into an agent-cli `Tool`.
 
-Kept apart from the bridge (mcp_bridge.py), which owns the event loop and the servers: this is
+Kept apart from the hub (hub.py), which owns the event loop and the servers: this is
 the pure part, testable without a server. The registry name is sanitised to the API's rule,
 input is checked with jsonschema against the server's own schema, and the effect class comes
 from the user's trust in the server plus the tool's annotations, which are the server's claims

@@ -1,6 +1,6 @@
 """How agent-cli reaches one MCP server: the stdio command it starts, or the HTTP/SSE endpoint.
 
-Kept apart from the bridge (mcp_bridge.py) so the two things a reviewer checks first are in one
+Kept apart from the hub (hub.py) so the two things a reviewer checks first are in one
 short place: what runs (`stdio_params` is the ONLY place a server's command line, environment
 and working folder are built), and what goes over the wire (`${VAR}` expansion of headers and
 URLs). Nothing here imports the SDK at module level.
@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -92,3 +92,41 @@ def describe_endpoint(cfg: MCPServer) -> str:
     if cfg.transport == "stdio":
         return " ".join([cfg.command or "", *cfg.args])
     return f"{cfg.transport} {cfg.url}"
+
+
+class EofWatch:
+    """Wraps the transport's read stream to notice when the server goes away (EOF) between
+    calls, so its tools can be removed before the model tries them."""
+
+    def __init__(self, inner: Any, on_eof: Callable[[], None]) -> None:
+        self._inner = inner
+        self._on_eof = on_eof
+
+    def __aiter__(self) -> EofWatch:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self._inner.__anext__()
+        except StopAsyncIteration:
+            self._on_eof()
+            raise
+
+    async def receive(self) -> Any:
+        import anyio
+
+        try:
+            return await self._inner.receive()
+        except anyio.EndOfStream:
+            self._on_eof()
+            raise
+
+    async def __aenter__(self) -> EofWatch:
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> Any:
+        return await self._inner.__aexit__(*exc)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)

@@ -1,6 +1,6 @@
 """What an MCP call returns, as the tool output the model sees.
 
-Kept apart from the bridge (mcp_bridge.py) so the wording the model and the user read lives in
+Kept apart from the hub (hub.py) so the wording the model and the user read lives in
 one place and can be tested without a server: a CallToolResult becomes text, and the ways a call
 can fail (timeout, JSON-RPC error, closed connection, malformed result) become one clear
 is_error output each. Nothing here imports the SDK at module level.

@@ -1,0 +1,316 @@
+"""The hub's server tasks, on the portal thread: connect, list, pin-check, re-list, lose.
+
+A part of the hub (hub.MCPHub mixes it in), kept apart so the hub module holds the main-thread
+side (lifecycle, the registry sync, calls) and this one the life of each connection: `_serve` is
+one long-lived task per server that owns its SDK `Client` from connect to stop, so cancel scopes
+nest the way anyio wants. Everything it learns goes into the server's `ServerState` and the
+hub's notice queue under the hub's lock; the registry and the session log are never touched from
+here. Nothing here imports the SDK at module level.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+from agent_cli.tools.base import canonical_json
+from agent_cli.tools.mcp.adapt import CallFn, ResourceFn, ToolEntry, resource_entries, tool_entries
+from agent_cli.tools.mcp.features import list_pages
+from agent_cli.tools.mcp.pins import PinStore
+from agent_cli.tools.mcp.results import exception_text, flatten_exception
+from agent_cli.tools.mcp.state import BOOT_ALLOWANCE_S, ServerState, import_sdk
+from agent_cli.tools.mcp.transport import EofWatch, ExpandError, http_streams, stdio_params
+
+
+class ServerTasks:
+    """The portal-thread side of the hub (see the module docstring)."""
+
+    pins: PinStore
+    pin_first_use: bool
+    _lock: threading.Lock
+    _notices: list[tuple[str, str]]
+    _files: list[Any]
+
+    # Provided by MCPHub and its features (declared here for the type checker).
+    call: CallFn
+    resource: ResourceFn
+    note: Callable[..., None]
+    _neutral_cwd: Callable[[], Path]
+    _server_log: Callable[[ServerState, str], None]
+
+    def _lost(self, st: ServerState, why: str) -> None:
+        """The server went away (on the portal thread): drop its tools at the next sync."""
+        if st.closing or st.state != "ready":
+            return
+        with self._lock:
+            st.state, st.reason = "stopped", why
+            self._notices.append((f"MCP server {st.name} stopped ({why}; it may have crashed); "
+                                  f"its tools were removed. Server stderr: {st.errlog}",
+                                  "mcp_error"))
+
+    # -- the server task (portal thread) ---------------------------------------------------------
+
+    async def _serve(self, st: ServerState) -> None:
+        """Connect, list tools, stay connected until asked to stop. Raises only cancellation."""
+        import anyio
+
+        cancelled = anyio.get_cancelled_exc_class()
+        st.stop = anyio.Event()
+        startup = st.config.startup_timeout_s
+        st.deadline = time.monotonic() + BOOT_ALLOWANCE_S + startup
+        # Importing the SDK takes ~0.35 s: do it off the event loop, which must stay free to
+        # accept the other servers' start requests without blocking the main thread.
+        try:
+            await anyio.to_thread.run_sync(import_sdk)
+        except Exception as e:  # a broken install: one line, like any other start failure
+            self._failed(st, f"the mcp SDK cannot be imported ({exception_text(e)})")
+            return
+        try:
+            import os
+
+            from agent_cli.private_files import open_private
+
+            errlog = os.fdopen(open_private(Path(st.errlog), os.O_WRONLY | os.O_APPEND), "a",
+                               encoding="utf-8")  # 0600; closed in close()
+        except (OSError, ValueError) as e:
+            self._failed(st, f"cannot open its stderr log {st.errlog}: {e}")
+            return
+        self._files.append(errlog)
+        started = anyio.Event()
+        relist_send, relist_recv = anyio.create_memory_object_stream[None](1)
+        st.relist = relist_send
+
+        st.deadline = time.monotonic() + startup
+
+        async def watchdog(scope: anyio.CancelScope) -> None:
+            # Fail at the deadline itself (not after the slow kill of a hung process), so
+            # the one line about it is there when the first request waits for the servers.
+            with anyio.move_on_after(startup):
+                await started.wait()
+                return
+            if st.state == "starting":
+                self._failed(st, self._timeout_text(st))
+                scope.cancel()
+
+        async def relister(client: Any) -> None:
+            async for _ in relist_recv:
+                await self._relist(st, client)
+
+        async def listener(client: Any) -> None:
+            # 2026-07-28 servers announce changes on a subscriptions/listen stream instead of
+            # a notification; older ones are handled by on_message in _connect.
+            if str(client.protocol_version) < "2026-07-28":
+                return
+            with contextlib.suppress(Exception):
+                async with client.listen(tools_list_changed=True) as sub:
+                    async for _event in sub:
+                        st.dirty = True
+                        with contextlib.suppress(Exception):
+                            relist_send.send_nowait(None)
+
+        try:
+            with anyio.CancelScope() as scope:
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(watchdog, scope)
+                    async with self._connect(st, errlog) as client:
+                        listed = await self._list_tools(client)
+                        resources = self._has_resources(client)
+                        self._ready(st, client, listed, resources)
+                        started.set()
+                        tg.start_soon(relister, client)
+                        tg.start_soon(listener, client)
+                        await st.stop.wait()
+                        st.client = None
+                        tg.cancel_scope.cancel()
+        except cancelled:
+            raise
+        except BaseException as e:  # connect failures arrive as nested exception groups
+            if isinstance(e, KeyboardInterrupt | SystemExit):
+                raise
+            if st.closing:
+                pass
+            elif st.state == "starting":
+                leaf = flatten_exception(e)
+                text = exception_text(e)
+                if isinstance(leaf, ExpandError):
+                    text = str(leaf)
+                elif "timed out" in text or isinstance(leaf, TimeoutError):
+                    text = self._timeout_text(st)
+                elif text in ("Connection closed", "MCPError: Connection closed"):
+                    text = "it exited or closed the connection before the handshake finished"
+                self._failed(st, text)
+            else:
+                self._lost(st, exception_text(e))
+        finally:
+            st.client = None
+            st.relist = None
+            st.ready.set()
+
+    async def _relist(self, st: ServerState, client: Any) -> None:
+        """List the tools again after a tools/list_changed (once per notification burst)."""
+        if not st.dirty:
+            return
+        st.dirty = False
+        try:
+            listed = await self._list_tools(client)
+        except Exception as e:  # keep the old list; say so once per failure
+            self.note(f"MCP server {st.name} said its tools changed, but listing them failed "
+                      f"({exception_text(e)}); its old tools stay.", "mcp_error")
+            return
+        self._relisted(st, listed)
+
+    @staticmethod
+    def _timeout_text(st: ServerState) -> str:
+        text = f"it did not finish starting within {st.config.startup_timeout_s:g} s"
+        if st.config.mode == "auto":
+            text += (" (a server that ignores the 2026-07-28 discovery request costs 10 s in "
+                     'mode "auto": try mode = "legacy" for it)')
+        return text
+
+    @staticmethod
+    def _has_resources(client: Any) -> bool:
+        caps = getattr(client, "server_capabilities", None)
+        return getattr(caps, "resources", None) is not None
+
+    @contextlib.asynccontextmanager
+    async def _connect(self, st: ServerState, errlog: Any) -> AsyncIterator[Any]:
+        from mcp import Client, stdio_client
+        from mcp_types import (
+            Implementation,
+            LoggingMessageNotificationParams,
+            ToolListChangedNotification,
+        )
+
+        from agent_cli import __version__
+
+        cfg = st.config
+        lost = "the connection closed"
+
+        @contextlib.asynccontextmanager
+        async def transport() -> AsyncIterator[Any]:
+            if cfg.transport == "stdio":
+                params = stdio_params(cfg, self._neutral_cwd(), st.marker, st.name)
+                async with stdio_client(params, errlog=errlog) as (read, write):
+                    yield EofWatch(read, lambda: self._lost(st, lost)), write
+            else:
+                async with http_streams(cfg, cfg.startup_timeout_s) as (read, write):
+                    yield read, write
+
+        async def on_message(message: Any) -> None:
+            if isinstance(message, ToolListChangedNotification) and st.relist is not None:
+                st.dirty = True
+                with contextlib.suppress(Exception):  # one pending re-list is enough
+                    st.relist.send_nowait(None)
+
+        async def on_log(params: LoggingMessageNotificationParams) -> None:
+            # The server's log lines go to its log file, never raw to the terminal.
+            from agent_cli.safe_text import one_line
+
+            data = params.data if isinstance(params.data, str) else canonical_json(params.data)
+            self._server_log(st, one_line(f"server log {params.level} {params.logger or ''}: "
+                                          f"{data}", 4000))
+
+        client = Client(transport(), mode=cfg.mode, read_timeout_seconds=cfg.startup_timeout_s,
+                        client_info=Implementation(name="agent-cli", version=__version__),
+                        cache=None, message_handler=on_message, logging_callback=on_log,
+                        log_level="info")
+        async with client:
+            st.protocol = str(client.protocol_version)
+            info = client.server_info
+            st.info = f"{info.name} {info.version}" if info is not None else ""
+            st.instructions = client.instructions or ""
+            yield client
+
+    @staticmethod
+    async def _list_tools(client: Any) -> list[Any]:
+        return await list_pages(client.list_tools, "tools")
+
+    def _entries(self, st: ServerState, listed: list[Any],
+                 resources: bool = False) -> dict[str, ToolEntry]:
+        entries = tool_entries(st.name, st.config, listed, self.call)
+        if resources:
+            for entry in resource_entries(st.name, st.config, self.resource):
+                entries.setdefault(entry.name, entry)
+        return entries
+
+    def _pin_check(self, st: ServerState, entries: dict[str, ToolEntry]) -> list[str]:
+        """Hold every offered entry whose definition differs from its pin; returns the pinned
+        tools the server no longer lists. Resource tools are agent-cli's own: not pinned."""
+        defs = {e.remote: e.definition for e in entries.values()
+                if e.status != "refused" and not e.builtin}
+        check = self.pins.check(st.name, defs, pin_first_use=self.pin_first_use)
+        for entry in entries.values():
+            if entry.remote in check.held and entry.status == "offered" and not entry.builtin:
+                entry.status, entry.why = "held", check.held[entry.remote]
+        return check.gone
+
+    def _ready(self, st: ServerState, client: Any, listed: list[Any],
+               resources: bool = False) -> None:
+        entries = self._entries(st, listed, resources)
+        gone = self._pin_check(st, entries)
+        with self._lock:
+            st.tools, st.client, st.state = entries, client, "ready"
+            offered = [e.name for e in entries.values() if e.status == "offered"]
+            self._notices.append((f"MCP server {st.name} ready: {len(offered)} tool"
+                                  f"{'' if len(offered) == 1 else 's'}"
+                                  f"{' (' + ', '.join(offered) + ')' if offered else ''}.",
+                                  "mcp"))
+            self._entry_notices(st, entries.values())
+            if gone:
+                self._notices.append((f"MCP server {st.name} no longer lists: "
+                                      f"{', '.join(gone)}.", "mcp"))
+        st.ready.set()
+
+    def _entry_notices(self, st: ServerState, entries: Any) -> None:
+        """One line per held or refused tool (caller holds the lock)."""
+        for e in entries:
+            if e.status == "held":
+                self._notices.append((
+                    f"MCP tool {e.name} is kept out: its definition changed since you accepted "
+                    f"it ({'; '.join(e.why)}). Review and accept with /mcp accept {st.name} or "
+                    f"`agent-cli mcp accept {st.name}`.", "mcp_pin"))
+            elif e.status == "refused":
+                self._notices.append((f"MCP tool {st.name}/{e.shown} is not offered: "
+                                      f"{'; '.join(e.why)}.", "mcp_error"))
+            elif e.warning:
+                self._notices.append((f"MCP tool {e.name}: {e.warning}", "mcp_error"))
+
+    def _relisted(self, st: ServerState, listed: list[Any]) -> None:
+        """A tools/list_changed notification (portal thread): the new list replaces the old
+        one, each tool through the pin check again (a new or changed tool is held until the user
+        accepts it), and the user is told what changed. The registry follows at the next sync."""
+        if st.state != "ready":
+            return
+        resources = any(e.builtin for e in st.tools.values())
+        entries = self._entries(st, listed, resources)
+        self._pin_check(st, entries)
+        with self._lock:
+            old = st.tools
+            st.tools = entries
+            added = [e for n, e in entries.items() if n not in old]
+            removed = [e.name for n, e in old.items() if n not in entries]
+            changed = [e for n, e in entries.items()
+                       if n in old and old[n].definition != e.definition]
+            parts = []
+            if added:
+                parts.append("added " + ", ".join(e.name for e in added))
+            if removed:
+                parts.append("removed " + ", ".join(removed))
+            if changed:
+                parts.append("changed " + ", ".join(e.name for e in changed))
+            self._notices.append((f"MCP server {st.name} changed its tools: "
+                                  f"{'; '.join(parts) or 'no visible change'}.", "mcp"))
+            self._entry_notices(st, [*added, *changed])
+
+    def _failed(self, st: ServerState, why: str) -> None:
+        with self._lock:
+            if st.state != "starting":
+                return
+            st.state, st.reason = "failed", why
+            self._notices.append((f"MCP server {st.name} could not start: {why}. Its tools are "
+                                  f"not offered; server stderr: {st.errlog}", "mcp_error"))
+        st.ready.set()
