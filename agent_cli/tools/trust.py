@@ -12,20 +12,20 @@ Every file a plugin imports from its own folder (a `_helpers.py` beside it, a pa
 pinned the same way, by an import hook (tools/pinned_imports.py): an edit to a helper holds the
 plugin out until that file is trusted again. The bundled tools are not pinned: they ship with
 agent-cli and change with it. The pins file is
-plain JSON, readable by the user; stdlib only, no import cost.
+plain JSON, readable by the user, read and written by tools/pin_file.py like the MCP pins; stdlib
+only, no import cost.
 """
 
 from __future__ import annotations
 
 import difflib
 import hashlib
-import json
-import os
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from agent_cli.tools.pin_file import read_pin_file, write_pin_file
 
 PINS_NAME = "plugin-pins.json"
 PINS_VERSION = 1
@@ -46,10 +46,15 @@ def file_key(path: Path) -> str:
 
 
 @dataclass(frozen=True)
-class PinCheck:
+class PluginPinCheck:
+    """Whether one plugin file (or a file a plugin imports) may be loaded as it is now."""
+
     ok: bool
+    """True when its content is the trusted one, or it was unknown and is now pinned."""
     first_use: bool = False
+    """True when it had no pin and was pinned by this check."""
     message: str = ""
+    """When not ok: the sentence saying it changed, how to trust it, and what changed."""
 
 
 def change_summary(shown: str, old_text: str | None, new_text: str | None, old_hash: str,
@@ -91,15 +96,14 @@ class PluginPins:
         self._files: dict[str, dict[str, Any]] = self._read()
 
     def _read(self) -> dict[str, dict[str, Any]]:
-        try:
-            raw = json.loads(self.path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
+        read = read_pin_file(self.path)
+        if read.problem is not None:
+            self.problem = (f"{self.path}: the plugin pins could not be used ({read.problem}); "
+                            "every user plugin is trusted afresh as it loads.")
             return {}
-        except (OSError, ValueError) as e:
-            self.problem = (f"{self.path}: the plugin pins could not be read ({e}); every user "
-                            "plugin is trusted afresh as it loads.")
+        if read.data is None:
             return {}
-        files = raw.get("files") if isinstance(raw, dict) else None
+        files = read.data.get("files")
         if not isinstance(files, dict):
             self.problem = f"{self.path}: not a plugin pins file; starting afresh."
             return {}
@@ -108,21 +112,21 @@ class PluginPins:
     def pinned(self, path: Path) -> dict[str, Any] | None:
         return self._files.get(file_key(path))
 
-    def check(self, path: Path, data: bytes, what: str = "plugin") -> PinCheck:
+    def check(self, path: Path, data: bytes, what: str = "plugin") -> PluginPinCheck:
         """Is this content of `path` the trusted one? An unknown file is pinned now (first use).
         `what` names the file in the message (a plugin, or a file a plugin imports)."""
         digest = hashlib.sha256(data).hexdigest()
         pin = self.pinned(path)
         if pin is None:
             self._pin(path, data, digest)
-            return PinCheck(True, first_use=True)
+            return PluginPinCheck(True, first_use=True)
         if pin.get("sha256") == digest:
-            return PinCheck(True)
+            return PluginPinCheck(True)
         summary = change_summary(str(path), pin.get("content"), _decode(data),
                                  str(pin.get("sha256")), digest)
         message = (f"{path}: this {what} changed since you trusted it, so it was not loaded. "
                    f"If you made the change, run `agent-cli tools --trust {path}`.\n{summary}")
-        return PinCheck(False, message=message)
+        return PluginPinCheck(False, message=message)
 
     def trust(self, path: Path) -> str:
         """Pin the current content of `path`; returns a sentence saying what was accepted."""
@@ -148,18 +152,4 @@ class PluginPins:
         self._save()
 
     def _save(self) -> None:
-        """Write to a temporary file (mkstemp: 0600) and rename it: a crash never leaves half a
-        pins file."""
-        from agent_cli.private_files import private_dir
-
-        private_dir(self.path.parent)
-        body = json.dumps({"version": PINS_VERSION, "files": self._files}, indent=1,
-                          ensure_ascii=True, sort_keys=True)
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".plugin-pins-", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(body + "\n")
-            os.replace(tmp, self.path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_pin_file(self.path, {"version": PINS_VERSION, "files": self._files})

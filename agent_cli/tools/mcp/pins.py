@@ -3,13 +3,12 @@
 A server can change a tool's description, schema or annotations between sessions (an update, or
 a rug pull). The first time a server is used its definitions are recorded here; later, a tool
 whose definition differs (or that is new) is kept away from the model until the user accepts it.
-The file is plain JSON under AGENT_CLI_HOME so a user can read it; no mcp import here.
+The file is plain JSON under AGENT_CLI_HOME so a user can read it, read and written by
+tools/pin_file.py like the plugin pins; no mcp import here.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_cli.tools.base import canonical_json, sha256_json
+from agent_cli.tools.pin_file import read_pin_file, write_pin_file
 
 PIN_FIELDS = ("name", "title", "description", "inputSchema", "annotations")
 """`title` counts only when the tool has one, so pins taken before it was pinned still match."""
@@ -87,10 +87,11 @@ def describe_changes(old: dict[str, Any] | None, new: dict[str, Any]) -> list[st
 
 
 @dataclass
-class PinCheck:
+class ServerPinCheck:
     """The outcome of comparing a server's current tools with its pins."""
 
     first_use: bool
+    """True when the server had no pins (they were taken now, unless pinning was off)."""
     held: dict[str, list[str]] = field(default_factory=dict)
     """Tool name -> what changed; these stay out of the registry until accepted."""
     gone: list[str] = field(default_factory=list)
@@ -107,27 +108,18 @@ class PinStore:
         self._lock = threading.Lock()
 
     def _load(self) -> dict[str, Any]:
-        try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
+        read = read_pin_file(self.path)
+        if read.data is None and read.problem is None:
             return {"version": PINS_VERSION, "servers": {}}
-        except (OSError, ValueError):
+        if read.data is None or not isinstance(read.data.get("servers"), dict):
             # A damaged pin file must not unpin everything silently: treat every server as
             # pinned to nothing, so all its tools are held until accepted again.
             return {"version": PINS_VERSION, "servers": {}, "damaged": True}
-        if not isinstance(data, dict) or not isinstance(data.get("servers"), dict):
-            return {"version": PINS_VERSION, "servers": {}, "damaged": True}
-        return data
+        return read.data
 
     def _save(self, data: dict[str, Any]) -> None:
         data.pop("damaged", None)
-        from agent_cli.private_files import open_private, private_dir
-
-        private_dir(self.path.parent)
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        with os.fdopen(open_private(tmp, os.O_WRONLY | os.O_TRUNC), "w", encoding="utf-8") as f:
-            f.write(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
-        os.replace(tmp, self.path)  # 0600, like every file of agent-cli's own state
+        write_pin_file(self.path, data)
 
     def pinned(self, server: str) -> dict[str, dict[str, Any]] | None:
         """The pinned definitions of a server, or None if it was never used."""
@@ -140,7 +132,7 @@ class PinStore:
         return tools if isinstance(tools, dict) else {}
 
     def check(self, server: str, definitions: dict[str, dict[str, Any]],
-              *, pin_first_use: bool = True) -> PinCheck:
+              *, pin_first_use: bool = True) -> ServerPinCheck:
         """Compare current definitions with the pins; on first use, pin them all."""
         with self._lock:
             data = self._load()
@@ -149,9 +141,9 @@ class PinStore:
                 if pin_first_use:
                     data["servers"][server] = self._entry(definitions)
                     self._save(data)
-                return PinCheck(first_use=True)
+                return ServerPinCheck(first_use=True)
         pinned = entry.get("tools", {}) if isinstance(entry, dict) else {}
-        result = PinCheck(first_use=False)
+        result = ServerPinCheck(first_use=False)
         for name, definition in definitions.items():
             old = pinned.get(name) if isinstance(pinned, dict) else None
             if isinstance(old, dict) and old.get("hash") == definition_hash(definition):
