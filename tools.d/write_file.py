@@ -12,7 +12,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from agent_cli.errors import PathRefused
 from agent_cli.tools import Tool, ToolContext
 from agent_cli.tools.paths import (
-    ANY_STATE,
     FileState,
     display_path,
     file_state,
@@ -61,8 +60,7 @@ def run(args: Args, ctx: ToolContext) -> str:
     expected = ctx.snapshot if isinstance(ctx.snapshot, FileState) else None
     data = args.content.encode("utf-8")
     kind = "created" if expected is not None and not expected.exists else "wrote"
-    real = write_bytes_guarded(ctx.workspace, args.path, data,
-                               expected if expected is not None else ANY_STATE)
+    real = write_bytes_guarded(ctx.workspace, args.path, data, expected)
     return f"{kind} {display_path(ctx.workspace, real)} ({len(data)} bytes)"
 
 

@@ -31,8 +31,11 @@ IMPORT_TIMEOUT_S = 5.0
 
 @dataclass
 class LoadReport:
+    """What loading the plugin folders went wrong on (the tools that loaded are in the
+    registry)."""
+
     errors: list[str] = field(default_factory=list)
-    loaded: list[str] = field(default_factory=list)
+    """One sentence per file that was skipped or tool that was refused, naming the file."""
 
 
 class PluginSkipped(Exception):
@@ -196,8 +199,6 @@ def load_file(path: Path, registry: Registry, report: LoadReport,
             registry.add(tool)
         except ValueError as e:
             report.errors.append(str(e))
-            continue
-        report.loaded.append(tool.name)
 
 
 def load_folder(folder: Path, registry: Registry, report: LoadReport,

@@ -331,19 +331,13 @@ def file_state(workspace: Path, raw: str) -> FileState:
     return FileState(True, digest, size, anchor)
 
 
-class _Any:
-    """Sentinel: write without comparing against a snapshot."""
-
-
-ANY_STATE = _Any()
-
-
 def write_bytes_guarded(workspace: Path, raw: str, data: bytes,
-                        expected: FileState | _Any | None = ANY_STATE) -> Path:
+                        expected: FileState | None = None) -> Path:
     """Write `data` as the whole content of a file inside the workspace; return its real path.
 
     `expected` is the snapshot taken when the panel was shown: if the file no longer matches it
-    (created, deleted or changed since), nothing is written and PathRefused says so. The hash is
+    (created, deleted or changed since), nothing is written and PathRefused says so. None writes
+    without comparing (a tool that took no snapshot). The hash is
     taken on the very descriptor that is then written, so the check and the write see one file.
     """
     real = resolve_in_workspace(workspace, raw)
@@ -351,15 +345,15 @@ def write_bytes_guarded(workspace: Path, raw: str, data: bytes,
 
 
 def write_resolved(workspace: Path, real: Path, raw: str, data: bytes,
-                   expected: FileState | _Any | None = ANY_STATE) -> Path:
+                   expected: FileState | None = None) -> Path:
     """The write half of `write_bytes_guarded`, for a path already resolved (tests use it to
     swap a folder for a link between the check and the write)."""
     root = real_root(workspace)
     if not _inside(root, real):
         raise PathRefused(f"{raw!r} is outside the workspace ({root}); refused.")
     refuse_protected(real, raw)
-    must_be_new = isinstance(expected, FileState) and not expected.exists
-    anchor = expected.anchor if isinstance(expected, FileState) else None
+    must_be_new = expected is not None and not expected.exists
+    anchor = expected.anchor if expected is not None else None
     if anchor is not None and str(real) != anchor.real:
         shown = display_path(workspace, Path(anchor.real))
         raise PathRefused(
@@ -388,7 +382,7 @@ def write_resolved(workspace: Path, real: Path, raw: str, data: bytes,
                 f"{raw!r} has {st.st_nlink} hard links; writing it would change the other names "
                 "too (maybe outside the workspace). Refused."
             )
-        if isinstance(expected, FileState) and expected.exists:
+        if expected is not None and expected.exists:
             digest, _size = hash_fd(fd)
             if digest != expected.sha256:
                 raise PathRefused(
@@ -405,16 +399,6 @@ def write_resolved(workspace: Path, real: Path, raw: str, data: bytes,
     finally:
         os.close(fd)
     return real
-
-
-def check_regular_file(real: Path, raw: str) -> os.stat_result:
-    """lstat-based check that `real` is a regular file (no link followed)."""
-    try:
-        st = os.lstat(real)
-    except FileNotFoundError:
-        raise PathRefused(f"{raw!r} does not exist.") from None
-    _check_regular(st, raw)
-    return st
 
 
 # -- agent-cli's own state ---------------------------------------------------------------------
