@@ -38,6 +38,7 @@ class MCPServer(BaseModel):
     command: str | None = None
     """Program that starts the server (stdio transport)."""
     args: list[str] = []
+    """Arguments of `command` (stdio transport); `${VAR}` expanded."""
     env: dict[str, str] = {}
     """Added to a minimal environment for a stdio server; `${VAR}` expanded."""
     cwd: str | None = None
@@ -48,6 +49,7 @@ class MCPServer(BaseModel):
     headers: dict[str, str] = {}
     """HTTP headers for an http/sse server, e.g. {Authorization = "Bearer ${TOKEN}"}."""
     enabled: bool = True
+    """Set false to keep the table without starting the server."""
     startup_timeout_s: float = Field(30.0, gt=0)
     """Seconds for the server to start and list its tools."""
     timeout_s: float = Field(60.0, gt=0)
@@ -55,6 +57,9 @@ class MCPServer(BaseModel):
     trusted: bool = False
     """Only a trusted server's readOnlyHint tools run without a panel."""
     mode: Literal["auto", "legacy", "2026-07-28"] = "auto"
+    """Protocol negotiation: "auto" tries the 2026-07-28 `server/discover` and falls back to the
+    2025-11-25 `initialize` (a server that ignores discovery costs 10 s that way); "legacy" or
+    "2026-07-28" pins one of the two."""
     network: bool = False
     """Let the server open network (TCP) connections; off, it is confined like a command."""
     enabled_tools: list[str] | None = None

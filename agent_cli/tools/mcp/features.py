@@ -12,15 +12,12 @@ import contextlib
 import re
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from agent_cli.tools.base import ToolContext, ToolOutput
 from agent_cli.tools.mcp.adapt import NAME_OK
-from agent_cli.tools.mcp.results import call_error, exception_text, format_result
+from agent_cli.tools.mcp.results import call_error, exception_text, format_result, wait_for_call
 from agent_cli.tools.mcp.state import PromptInfo, ServerState
-
-if TYPE_CHECKING:
-    import concurrent.futures
 
 INSTRUCTIONS_CAP = 4000
 """Characters of one server's `instructions` passed on to the model."""
@@ -51,7 +48,6 @@ class HubFeatures:
 
     # Provided by MCPHub, the one class that mixes this in (declared here for the type checker).
     _lost: Callable[[ServerState, str], None]
-    _wait: Callable[[concurrent.futures.Future[ToolOutput], ToolContext], ToolOutput]
 
     def _call_failed(self, st: ServerState, timeout: float, e: Exception) -> ToolOutput:
         """The result for a call to `st` that raised `e` (a timeout, a lost connection, an
@@ -90,7 +86,8 @@ class HubFeatures:
         if st.state != "ready" or self._portal is None:
             return ToolOutput(f"MCP server {server} is not running ({st.state}); this tool is "
                               "unavailable.", True)
-        return self._wait(self._portal.start_task_soon(self._read_async, st, what, uri), ctx)
+        return wait_for_call(self._portal.start_task_soon(self._read_async, st, what, uri),
+                             ctx)
 
     def prompts(self) -> list[PromptInfo]:
         """Every ready server's prompts, for `/mcp prompts`. A server without prompts, or whose

@@ -31,9 +31,7 @@ import atexit
 import concurrent.futures
 import contextlib
 import logging
-import os
 import shutil
-import signal
 import tempfile
 import threading
 import time
@@ -45,7 +43,7 @@ from agent_cli.tools.base import Tool, ToolContext, ToolOutput, canonical_json
 from agent_cli.tools.mcp.adapt import NAME_OK, describe_claims
 from agent_cli.tools.mcp.features import HubFeatures
 from agent_cli.tools.mcp.pins import PinStore
-from agent_cli.tools.mcp.results import exception_text, format_result
+from agent_cli.tools.mcp.results import exception_text, format_result, wait_for_call
 from agent_cli.tools.mcp.serve import ServerTasks
 from agent_cli.tools.mcp.state import (
     BOOT_ALLOWANCE_S,
@@ -58,7 +56,7 @@ from agent_cli.tools.mcp.state import (
     configured_servers,
     mcp_available,
 )
-from agent_cli.tools.mcp.transport import describe_endpoint
+from agent_cli.tools.mcp.transport import describe_endpoint, end_marked_processes
 
 # attach() below is replaced by the CLI helper's start_hub (issue 14); until then it needs the
 # Session type and the terminal's progress lines, both from above this layer.
@@ -72,7 +70,12 @@ if TYPE_CHECKING:
 
 
 class MCPHub(ServerTasks, HubFeatures):
-    """Owns the portal thread and every configured server; see the module docstring."""
+    """Owns the portal thread and every configured server; see the module docstring.
+
+    What the rest of agent-cli uses: `start`, `sync` and `close` (main thread), `snapshot`,
+    `held` and `accept` (the `/mcp` views and `agent-cli mcp`), `prompts`, `get_prompt` and
+    `instructions` (features.py), `note`, and `on_progress`. Its tools reach it through `call`
+    and `resource` (adapt.py builds them); everything else is internal."""
 
     def __init__(
         self,
@@ -86,15 +89,24 @@ class MCPHub(ServerTasks, HubFeatures):
         workspace: Path | None = None,
     ) -> None:
         self.registry = registry
+        """The session's registry: `sync` adds the offered tools and removes the rest."""
         self.workspace = workspace
         """The session's workspace; never a server's working folder (see _neutral_cwd)."""
         self.emit = emit
+        """Where `sync` sends the queued notices (None: `agent-cli mcp`, which shows state)."""
         self.pins = PinStore(home / "mcp-pins.json")
+        """The tool definitions accepted per server (pins.py)."""
         self.pin_first_use = pin_first_use
+        """Pin a never-seen server's definitions (off for `agent-cli mcp list` and `tools`,
+        which only look)."""
         self.log_dir = home / "mcp-logs"
+        """The 0700 folder of the servers' stderr logs and the SDK's own log."""
         self.session_id = session_id
+        """Names this session's log files."""
         self.available = mcp_available()
+        """Whether the optional mcp extra is installed."""
         self.servers: dict[str, ServerState] = {}
+        """Every configured server by name, enabled or not."""
         for name, cfg in servers.items():
             errlog = self.log_dir / f"{session_id}-{NAME_OK.sub('_', name)}.log"
             st = ServerState(name, cfg, errlog)
@@ -115,8 +127,8 @@ class MCPHub(ServerTasks, HubFeatures):
         self._closed = False
         self._cwd: Path | None = None
         self.on_progress: Callable[[str], None] | None = None
-        """Called (on the MCP thread) with each sanitised progress line of a running call;
-        attach() sets it to a write to the terminal's stderr when there is one."""
+        """Called (on the MCP thread) with each sanitised progress line of a running call; the
+        terminal's owner sets it (ui/mcp_progress.py writes to stderr when it is a terminal)."""
         self._check_name_clashes()
         enabled = [n for n, s in self.servers.items() if s.config.enabled]
         if enabled and not self.available:
@@ -251,7 +263,8 @@ class MCPHub(ServerTasks, HubFeatures):
                 self._thread.join(STOP_GRACE_S)
             self._portal = None
         atexit.unregister(self.close)
-        self._end_leftovers()
+        end_marked_processes([st.marker for st in self.servers.values()
+                              if st.config.transport == "stdio" and st.state != "disabled"])
         for st in self.servers.values():
             if st.state in ("ready", "starting"):
                 st.state = "closed"
@@ -264,28 +277,6 @@ class MCPHub(ServerTasks, HubFeatures):
         if self._log_handler is not None:
             logging.getLogger("mcp").removeHandler(self._log_handler)
             self._log_handler.close()
-
-    def _end_leftovers(self) -> None:
-        """End every process a stdio server started that outlived it: the SDK ends the server's
-        process group, but a child that called setsid (or a daemon) left that group. Each carries
-        its server's marker in its environment; SIGTERM, a short grace, then SIGKILL."""
-        from agent_cli.tools.procs import is_running, marked_pids
-
-        markers = [st.marker for st in self.servers.values()
-                   if st.config.transport == "stdio" and st.state != "disabled"]
-        if not markers or not os.path.isdir("/proc/self"):
-            return
-        pids = [pid for m in markers for pid in marked_pids(m)]
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            for pid in pids:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(pid, sig)
-            end = time.monotonic() + 2.0
-            while any(is_running(p) for p in pids) and time.monotonic() < end:
-                time.sleep(0.02)
-            pids = [p for p in pids if is_running(p)]
-            if not pids:
-                return
 
     def _route_sdk_logging(self) -> None:
         """The SDK logs through `logging`; with no handler Python would print warnings to the
@@ -352,12 +343,14 @@ class MCPHub(ServerTasks, HubFeatures):
         self._registered.clear()
 
     def note(self, message: str, kind: str = "mcp") -> None:
+        """Queue a notice (any thread); the next `sync` emits it as a Notice event."""
         with self._lock:
             self._notices.append((message, kind))
 
     # -- pins ------------------------------------------------------------------------------------
 
     def held(self, server: str) -> dict[str, list[str]]:
+        """The server's held tools (remote name -> what changed since the pin)."""
         st = self.servers.get(server)
         if st is None:
             return {}
@@ -381,6 +374,8 @@ class MCPHub(ServerTasks, HubFeatures):
     # -- calls (loop worker thread) --------------------------------------------------------------
 
     def call(self, server: str, remote: str, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        """Run one tool call on its server and wait for the result (loop worker thread); every
+        failure, a cancel included, is an error result, never an exception."""
         st = self.servers[server]
         if st.state != "ready" or self._portal is None:
             why = f": {st.reason}" if st.reason else ""
@@ -391,24 +386,7 @@ class MCPHub(ServerTasks, HubFeatures):
         except RuntimeError:
             return ToolOutput(f"MCP server {server} is shutting down; the call was not sent.",
                               True)
-        return self._wait(future, ctx)
-
-    @staticmethod
-    def _wait(future: concurrent.futures.Future[ToolOutput], ctx: ToolContext) -> ToolOutput:
-        """Wait for a call on the portal, turning Ctrl-C (ctx.cancel) into a cancellation."""
-        while True:
-            try:
-                return future.result(timeout=0.05)
-            except concurrent.futures.TimeoutError:
-                if ctx.cancel.is_set():
-                    future.cancel()
-                    return ToolOutput("cancelled before the MCP server answered; outcome "
-                                      "unknown", True)
-            except concurrent.futures.CancelledError:
-                return ToolOutput("cancelled before the MCP server answered; outcome unknown",
-                                  True)
-            except BaseException as e:  # the async side maps what it knows; this is the rest
-                return ToolOutput(f"MCP call failed: {exception_text(e)}", True)
+        return wait_for_call(future, ctx)
 
     async def _call_async(self, st: ServerState, remote: str, args: dict[str, Any]) -> ToolOutput:
         import anyio

@@ -8,9 +8,10 @@ is_error output each. Nothing here imports the SDK at module level.
 
 from __future__ import annotations
 
+import concurrent.futures
 from typing import Any
 
-from agent_cli.tools.base import ToolOutput
+from agent_cli.tools.base import ToolContext, ToolOutput
 
 
 def flatten_exception(exc: BaseException) -> BaseException:
@@ -220,3 +221,21 @@ def call_error(server: str, timeout: float,
         return ToolOutput(f"MCP server {server} sent a result that breaks its own output "
                           f"schema: {exc}", True), None
     return None
+
+
+def wait_for_call(future: concurrent.futures.Future[ToolOutput], ctx: ToolContext) -> ToolOutput:
+    """Wait (on the loop's worker thread) for a call running on the portal, turning Ctrl-C
+    (ctx.cancel) into a cancellation; whatever the portal raised becomes an error result."""
+    while True:
+        try:
+            return future.result(timeout=0.05)
+        except concurrent.futures.TimeoutError:
+            if ctx.cancel.is_set():
+                future.cancel()
+                return ToolOutput("cancelled before the MCP server answered; outcome "
+                                  "unknown", True)
+        except concurrent.futures.CancelledError:
+            return ToolOutput("cancelled before the MCP server answered; outcome unknown",
+                              True)
+        except BaseException as e:  # the async side maps what it knows; this is the rest
+            return ToolOutput(f"MCP call failed: {exception_text(e)}", True)

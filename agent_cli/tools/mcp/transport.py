@@ -3,7 +3,7 @@
 Kept apart from the hub (hub.py) so the two things a reviewer checks first are in one
 short place: what runs (`stdio_params` is the ONLY place a server's command line, environment
 and working folder are built), and what goes over the wire (`${VAR}` expansion of headers and
-URLs). Nothing here imports the SDK at module level.
+URLs), and how what it started is ended. Nothing here imports the SDK at module level.
 """
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import signal
+import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -92,6 +94,27 @@ def describe_endpoint(cfg: MCPServer) -> str:
     if cfg.transport == "stdio":
         return " ".join([cfg.command or "", *cfg.args])
     return f"{cfg.transport} {cfg.url}"
+
+
+def end_marked_processes(markers: list[str]) -> None:
+    """End every process a stdio server started that outlived it: the SDK ends the server's
+    process group, but a child that called setsid (or a daemon) left that group. Each carries
+    its server's marker in its environment; SIGTERM, a short grace, then SIGKILL."""
+    from agent_cli.tools.procs import is_running, marked_pids
+
+    if not markers or not os.path.isdir("/proc/self"):
+        return
+    pids = [pid for m in markers for pid in marked_pids(m)]
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, sig)
+        end = time.monotonic() + 2.0
+        while any(is_running(p) for p in pids) and time.monotonic() < end:
+            time.sleep(0.02)
+        pids = [p for p in pids if is_running(p)]
+        if not pids:
+            return
 
 
 class EofWatch:
