@@ -36,12 +36,13 @@ def register(app: typer.Typer) -> None:
         from rich.console import Console
 
         from agent_cli.tools.mcp.state import MISSING_EXTRA, configured_servers, mcp_available
-        from agent_cli.ui.views.mcp import NOT_CONFIGURED, MCPStatus
+        from agent_cli.ui.views.mcp import MCPStatus
 
         console = Console(highlight=False, markup=False)
         servers = configured_servers(common.settings())
         if not servers:
-            console.print(NOT_CONFIGURED)
+            console.print("No MCP servers are configured: add [mcp.servers.NAME] with "
+                          "command = ... to the config (see docs/mcp.md).")
             raise typer.Exit(EXIT_OK)
         if not mcp_available():
             enabled = [n for n, s in servers.items() if s.enabled]

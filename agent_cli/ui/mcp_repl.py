@@ -14,7 +14,7 @@ from rich.text import Text
 
 from agent_cli.tools.mcp.config import parse_pairs
 from agent_cli.ui.safe_rich import safe
-from agent_cli.ui.views.mcp import NOT_CONFIGURED, MCPPrompts, MCPStatus
+from agent_cli.ui.views.mcp import MCPPrompts, MCPStatus
 
 if TYPE_CHECKING:
     from agent_cli.session import Session
@@ -25,7 +25,8 @@ def repl_mcp(session: Session, arg: str) -> RenderableType:
     """`/mcp` (state and tools) and `/mcp accept NAME` (pin a server's changed tools)."""
     hub = session.mcp
     if hub is None:
-        return Text(NOT_CONFIGURED, style="dim")
+        return Text("No MCP servers are configured: add [mcp.servers.NAME] with command = ... "
+                    "to the config (see docs/mcp.md).", style="dim")
     words = arg.split()
     if not words or words[0] in ("list", "status"):
         hub.sync()

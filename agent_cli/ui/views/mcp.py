@@ -23,8 +23,6 @@ from agent_cli.ui.safe_rich import safe, safe_line
 STATUS_STYLE = {"offered": "green", "held": "bold yellow", "refused": "red", "disabled": "dim"}
 STATE_STYLE = {"ready": "green", "starting": "cyan", "failed": "bold red", "stopped": "bold red",
                "unavailable": "bold red", "disabled": "dim", "closed": "dim"}
-NOT_CONFIGURED = ("No MCP servers are configured: add [mcp.servers.NAME] with command = ... to "
-                  "the config (see docs/mcp.md).")
 
 
 def _effect(effect: str, limit: int | None = None) -> Text:
