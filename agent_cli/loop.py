@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -123,6 +123,12 @@ class _Interrupted(Exception):
         self.after_s = after_s
 
 
+RequestHook = Callable[[list[dict[str, Any]], "str | None"],
+                       tuple[list[dict[str, Any]], "str | None"]]
+"""(messages, system) -> what is sent instead, applied in order before each model request (the
+MCP sync, the context budget, project instructions); the history and the log are not changed."""
+
+
 class Loop:
     def __init__(
         self,
@@ -134,6 +140,7 @@ class Loop:
         workspace: Path,
         limits: Limits | None = None,
         system: str | None = None,
+        hooks: Sequence[RequestHook] = (),
     ) -> None:
         self.provider = provider
         self.registry = registry
@@ -145,8 +152,8 @@ class Loop:
         self.usage: dict[str, int] = {}
         self._proposed: set[str] = set()
         self._reply = _ReplyState()
-        self.prepare: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None
-        """Shapes what is sent (e.g. a context budget) without touching the history or log."""
+        self.hooks = tuple(hooks)
+        """Shape what is sent (see RequestHook), given at construction: nothing rewires them."""
         self.sandbox: Any = None
         """The session's agent_cli.sandbox.Sandbox: handed to tools, recorded per call."""
         self.effects: EffectRecorder | None = None
@@ -299,10 +306,13 @@ class Loop:
         return None
 
     def _ask_model(self, history: list[dict[str, Any]]) -> ModelResponse:
+        messages, system = history, self.system
+        for hook in self.hooks:
+            messages, system = hook(messages, system)
         request = ModelRequest(
-            messages=self.prepare(history) if self.prepare is not None else history,
+            messages=messages,
             tools=self.registry.specs(),
-            system=self.system,
+            system=system,
             max_tokens=self.limits.max_tokens,
             model=self.provider.model,
             tool_choice=self.tool_choice,

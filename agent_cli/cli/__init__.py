@@ -1,2 +1,3 @@
-"""Subcommands beyond the core ones, each in its own module with a `register(app)` function so
-cli.py stays thin and imports nothing heavy at start-up."""
+"""The command line (the top layer): `app` (app.py) knows the subcommands by name and loads each
+one's module only when it runs; common.py holds what they share. Nothing below imports this
+package."""

@@ -188,7 +188,7 @@ def _accept_in_session(session: "Session", hub: "MCPHub", name: str) -> "Rendera
 
 
 def register(app: typer.Typer) -> None:
-    from agent_cli.cli import Common, fail, guarded, with_common
+    from agent_cli.cli.common import Common, fail, guarded, with_common
 
     mcp_app = typer.Typer(help="MCP servers: their state, tools, and changed tool definitions.",
                           no_args_is_help=True, add_completion=False, rich_markup_mode=None)
@@ -274,7 +274,9 @@ def register(app: typer.Typer) -> None:
                 for change in changes:
                     console.print(Text("  ") + safe(change))
             if not yes:
-                if not sys.stdin.isatty():
+                from agent_cli.ui.terminal import Terminal
+
+                if not Terminal.detect().interactive:
                     raise fail("No terminal to confirm on: run again with --yes to accept "
                                "these definitions.", EXIT_USAGE)
                 answer = typer.prompt(f"Accept these {len(held)} definition(s)? [y/N]",

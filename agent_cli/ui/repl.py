@@ -244,7 +244,7 @@ def cmd_compact(session: Session, arg: str) -> RenderableType:
 def cmd_mcp(session: Session, arg: str) -> RenderableType:
     """MCP servers, their state and tools; `/mcp accept NAME` offers a server's changed tools
     again."""
-    from agent_cli.commands.mcp_cmd import repl_command
+    from agent_cli.cli.mcp import repl_command
 
     return repl_command(session, arg)
 

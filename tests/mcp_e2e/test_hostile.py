@@ -128,7 +128,7 @@ def test_instructions_reach_the_model_sanitised_and_marked(workspace: Path, mark
 
 def test_a_tool_added_mid_session_is_pin_checked_and_offered_after_accept(
         workspace: Path, marker: str) -> None:
-    from agent_cli.commands.mcp_cmd import repl_command
+    from agent_cli.cli.mcp import repl_command
 
     run = Run(workspace, {"hostile": hostile(marker)},
               [calls(use("a1", "hostile__add_tool", {})), done(),
@@ -321,7 +321,7 @@ def test_accept_shows_the_whole_change(tmp_path: Path, workspace: Path, marker: 
 def test_prompts_are_listed_and_sent_as_the_users_message(workspace: Path, marker: str) -> None:
     from rich.console import Console
 
-    from agent_cli.commands.mcp_cmd import repl_command
+    from agent_cli.cli.mcp import repl_command
 
     run = Run(workspace, {"hostile": hostile(marker)}, [done(), done("reviewed")])
     try:
