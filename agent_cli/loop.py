@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 from agent_cli import events as ev
 from agent_cli.approval import ApprovalRequest, Approved, Denied, Gate, path_arg_names
+from agent_cli.config import default_of
 from agent_cli.errors import ProviderError, ToolFailed
 from agent_cli.providers.base import ModelRequest, ModelResponse, Provider
 from agent_cli.tools.base import ToolContext, ToolOutput, canonical_json
@@ -36,15 +37,15 @@ TIMEOUT_GRACE_S = 2.0
 
 @dataclass
 class Limits:
-    max_turns: int = 25
+    max_turns: int = default_of("max_turns")
     """Model requests within one user turn."""
-    max_tokens: int = 8192
-    tool_timeout_s: float = 120.0
-    output_cap: int = 30_000
+    max_tokens: int = default_of("max_tokens")
+    tool_timeout_s: float = default_of("tool_timeout_s")
+    output_cap: int = default_of("output_cap")
     """Characters of one tool result sent back to the model (head and tail kept)."""
-    repeat_failures: int = 3
-    max_read_bytes: int = 2_000_000
-    max_panels_after_denial: int = 5
+    repeat_failures: int = default_of("repeat_failures")
+    max_read_bytes: int = default_of("max_read_bytes")
+    max_panels_after_denial: int = default_of("max_panels_after_denial")
     """Once the user has denied a call in a reply, at most this many panels open for that reply;
     the rest are answered without asking (approval fatigue is how a wall of calls gets a yes)."""
     max_tool_calls: int | None = None
