@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +18,8 @@ import typer
 from rich.console import Console
 
 from agent_cli.approval import NonInteractiveApprover, ScriptedApprover
-from agent_cli.cli.app import SUBCOMMANDS, app, load_subcommand
+from agent_cli.cli.app import app, load_subcommand
+from agent_cli.cli.catalog import SUBCOMMANDS
 from agent_cli.config import Settings
 from agent_cli.loop import Limits, Loop
 from agent_cli.providers.base import ModelRequest
@@ -36,10 +38,9 @@ def done(text: str = "Done.") -> dict[str, Any]:
 
 
 def loaded_after(code: str) -> list[str]:
-    """The agent_cli modules a fresh interpreter holds after running `code`."""
+    """The modules a fresh interpreter holds after running `code`."""
     probe = (f"import sys\n{code}\n"
-             "import json; print(json.dumps(sorted(m for m in sys.modules "
-             "if m.startswith('agent_cli'))))")
+             "import json; print(json.dumps(sorted(sys.modules)))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                          timeout=120, cwd=REPO, check=False)
     return list(json.loads(out.stdout.strip().splitlines()[-1]))
@@ -49,17 +50,56 @@ def loaded_after(code: str) -> list[str]:
 
 
 def test_help_loads_no_subcommand_module() -> None:
-    code = ("sys.argv = ['agent-cli', '--help']\nfrom agent_cli.cli.app import main\n"
+    code = ("sys.argv = ['agent-cli', '--help']\nfrom agent_cli.cli.main import main\n"
             "try:\n    main()\nexcept SystemExit:\n    pass")
     mods = loaded_after(code)
-    assert "agent_cli.cli.app" in mods
+    assert "agent_cli.cli.main" in mods
     assert not [m for m in mods if m.split(".")[-1] in SUBCOMMANDS and m.startswith(
         "agent_cli.cli.")], mods
     assert "agent_cli.session" not in mods and "agent_cli.config" not in mods
+    assert "typer" not in mods and "agent_cli.cli.app" not in mods  # the quick path
+
+
+def typer_page(args: list[str], prog: str, columns: int) -> tuple[int, str]:
+    """What the typer app itself prints (no quick path), in a fresh process at this width."""
+    code = ("import sys; from agent_cli.cli.app import app; "
+            f"app(args={args!r}, prog_name={prog!r})")
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"} | {"COLUMNS": str(columns)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, cwd=REPO, env=env, check=False)
+    return out.returncode, out.stdout
+
+
+@pytest.mark.parametrize("columns", [40, 50, 79, 80, 100, 200])
+@pytest.mark.parametrize("prog", ["agent-cli", "python -m agent_cli"])
+def test_the_quick_help_is_the_page_typer_prints(columns: int, prog: str) -> None:
+    """Page for page; where the usage line would have to wrap (a long program name in a narrow
+    terminal) the quick path declines and typer prints the page."""
+    from agent_cli.cli.main import top_help
+
+    page = top_help(prog, columns)
+    if prog == "agent-cli" or columns >= 79:
+        assert page is not None
+    if page is not None:
+        assert typer_page(["--help"], prog, columns) == (0, page)
+    else:
+        assert len(f"Usage: {prog} [OPTIONS] COMMAND [ARGS]...") > max(min(columns, 80) - 2, 50)
+
+
+@pytest.mark.parametrize("argv", [["-m", "agent_cli"], ["-c", "import sys; sys.argv[0] = "
+                                  "'agent-cli'; from agent_cli.cli.main import main; main()"]])
+@pytest.mark.parametrize("flag", ["--help", "-h", "--version", "-V"])
+def test_the_program_prints_the_typer_page(argv: list[str], flag: str) -> None:
+    prog = "python -m agent_cli" if argv[0] == "-m" else "agent-cli"
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"} | {"COLUMNS": "80"}
+    shown = subprocess.run([sys.executable, *argv, flag], capture_output=True, text=True,
+                           timeout=120, cwd=REPO, env=env, check=False)
+    assert (shown.returncode, shown.stdout) == typer_page([flag], prog, 80)
+    assert shown.stderr == ""
 
 
 def test_a_subcommand_loads_only_its_own_module() -> None:
-    code = ("sys.argv = ['agent-cli', 'trust', '--help']\nfrom agent_cli.cli.app import main\n"
+    code = ("sys.argv = ['agent-cli', 'trust', '--help']\nfrom agent_cli.cli.main import main\n"
             "try:\n    main()\nexcept SystemExit:\n    pass")
     mods = loaded_after(code)
     assert "agent_cli.cli.trust" in mods

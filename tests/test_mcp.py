@@ -536,7 +536,7 @@ def test_core_works_without_the_mcp_extra(tmp_path: Path, workspace: Path) -> No
                    f"args = {json.dumps(TIME_ARGS)}\n")
     script = tmp_path / "script.json"
     script.write_text(json.dumps([calls(use("m", "multiply", {"a": 3, "b": 4})), done()]))
-    code = ("import sys; sys.modules['mcp'] = None; from agent_cli.cli.app import main; "
+    code = ("import sys; sys.modules['mcp'] = None; from agent_cli.cli.main import main; "
             "sys.argv = ['agent-cli'] + sys.argv[1:]; main()")
     out = subprocess.run([PY, "-c", code, "run", "hi", "--config", str(cfg), "--script",
                           str(script), "--workspace", str(workspace), "--output", "jsonl"],

@@ -1,44 +1,20 @@
 """The command line: parse, build a Session, hand over. Thin on purpose.
 
-`app` knows each subcommand by name, module and one-line summary only: a subcommand's module
-(and whatever it imports) is loaded when that subcommand runs or prints its own help, so
-`agent-cli --help` imports typer and this file, nothing else of agent-cli. Every module of this
-package imports downwards only (common, help), never this one.
+`app` knows each subcommand by name, module and one-line summary only (catalog.SUBCOMMANDS): a
+subcommand's module (and whatever it imports) is loaded when that subcommand runs or prints its
+own help. Only main.py imports this module (lazily, after answering `--help` and `--version`
+itself, without typer); the subcommand modules import common.py and help.py, never this one.
 """
 
 from __future__ import annotations
 
 import importlib
-import sys
 from typing import Annotated, Any
 
 import typer
 
-from agent_cli.cli.common import EXIT_INTERRUPTED
+from agent_cli.cli.catalog import APP_HELP, SUBCOMMANDS, VERSION_HELP
 from agent_cli.cli.help import App, PlainGroup, plain_everywhere
-
-SUBCOMMANDS: dict[str, tuple[str, str]] = {
-    "chat": ("agent_cli.cli.chat",
-             "Chat with the model in a REPL; write calls ask for your yes, one by one."),
-    "run": ("agent_cli.cli.run", "Do one task headless and exit."),
-    "tools": ("agent_cli.cli.tools", "List the tools: name, effect class, source file, schema "
-              "hash, arguments and full description (what the model is told)."),
-    "replay": ("agent_cli.cli.replay", "Show a saved session again: user turns, model text, "
-               "each approval panel with the decision taken, and the results."),
-    "undo": ("agent_cli.cli.undo", "Restore what approved calls changed: shows the diff it "
-             "would apply and asks [y/N]."),
-    "eval": ("agent_cli.cli.eval", "Run the tasks of a task file, each in a fresh copy of its "
-             "workspace, through the same loop as a chat, with the task's answers for "
-             "approvals."),
-    "trust": ("agent_cli.cli.trust", "Trust plugin, skill or project instruction files as they "
-              "are now (after you changed them); shows what changed since each was last "
-              "trusted."),
-    "log": ("agent_cli.cli.log", "Check and list session logs."),
-    "mcp": ("agent_cli.cli.mcp", "MCP servers: their state, tools, and changed tool "
-            "definitions."),
-}
-"""name -> (module with a `register(app)` function, the summary `agent-cli --help` shows).
-The summary is the command's own first sentence; tests/test_cli_package.py checks they agree."""
 
 
 def load_subcommand(name: str) -> Any:
@@ -72,13 +48,7 @@ class LazyGroup(PlainGroup):
 app = App(
     name="agent-cli",
     cls=LazyGroup,
-    help=(
-        "A terminal agent: the model proposes tool calls, you approve each one that has "
-        "effects.\n\nTry it offline, no key needed:\n\n"
-        "  agent-cli chat --demo\n\n"
-        "  agent-cli chat --provider scripted --script examples/demo_script.json\n\n"
-        "With Claude: export ANTHROPIC_API_KEY=... then agent-cli chat"
-    ),
+    help=APP_HELP,
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -99,24 +69,6 @@ def _version(value: bool) -> None:
 def _main_options(
     version: Annotated[bool, typer.Option(
         "--version", "-V", is_eager=True, callback=_version,
-        help="Print the version (agent-cli X.Y.Z) and exit.")] = False,
+        help=VERSION_HELP)] = False,
 ) -> None:
     """A terminal agent: the model proposes tool calls, you approve each one that has effects."""
-
-
-def _help_only(args: list[str]) -> bool:
-    """True for the start-up path that only prints (no arguments, --help, --version)."""
-    words = args[: args.index("--")] if "--" in args else args
-    return not words or any(w in ("--help", "-h", "--version") for w in words)
-
-
-def main() -> None:
-    if not _help_only(sys.argv[1:]):
-        # Before anything else runs: no process started later can read our secrets from /proc.
-        from agent_cli.sandbox.selfguard import guard_self
-
-        guard_self()
-    try:
-        app()
-    except KeyboardInterrupt:
-        sys.exit(EXIT_INTERRUPTED)
