@@ -83,11 +83,18 @@ class MCPServer(BaseModel):
 
 
 class Settings(BaseModel):
+    """Every setting of a session, layered: defaults < AGENT_CLI_HOME/config.toml < --config FILE
+    < environment < command-line flags. config.example.toml lists each one with its default
+    (tests/test_config_example.py keeps the two in step). Unknown keys are an error, so a typo in
+    the config is reported instead of silently ignored."""
+
     model_config = ConfigDict(extra="forbid")
 
     provider: Literal["anthropic", "openai", "scripted"] = "anthropic"
     """Where model replies come from."""
     model: str = "claude-sonnet-5-5"
+    """The model every request names; `/model NAME` switches it for the rest of a session. The
+    openai provider has no sensible default, so it asks for one (--model NAME)."""
     base_url: str | None = None
     """API endpoint; ANTHROPIC_BASE_URL also works for the anthropic provider."""
     api_key: str | None = None
@@ -95,18 +102,30 @@ class Settings(BaseModel):
     script: str | None = None
     """JSON file of replies for the scripted provider."""
     system_prompt: str = DEFAULT_SYSTEM
+    """What the model is told before the conversation (the sandbox note and the skills list are
+    appended). Recorded in session_start, so a replay shows what the model was told."""
     max_turns: int = Field(25, ge=1)
     """Model requests within one user turn before the loop stops and asks you."""
     max_tokens: int = Field(8192, ge=1)
+    """Output token limit of one model reply; a reply cut at it ends the turn (stop reason
+    max_tokens), and a tool call cut mid-JSON is never run."""
     tool_timeout_s: float = Field(120.0, gt=0)
+    """Seconds a tool may run before it is stopped and answered with an error (run_command also
+    takes its own timeout_s), so a hung command cannot hold the session."""
     output_cap: int = Field(30_000, ge=1000)
     """Characters of one tool result sent to the model (head and tail kept, cut stated)."""
     max_read_bytes: int = Field(2_000_000, ge=1)
+    """Bytes read_file reads at most from one file, so one read cannot fill memory or the
+    context."""
     repeat_failures: int = Field(3, ge=2)
+    """The same tool with the same input failing this many times in a row ends the turn (stop
+    reason repeated_failure): a model stuck retrying stops costing requests."""
     max_panels_after_denial: int = Field(5, ge=1)
     """Once you have denied a call in a reply, at most this many panels open for that reply; the
     rest are answered "not run: too many calls in one reply after denials"."""
     retries: int = Field(4, ge=0)
+    """Retries of a request the API answered with 408/409/429/5xx/529 or a dropped connection
+    (waits capped by retry_cap_s); 0 fails on the first error."""
     retry_cap_s: float = Field(30.0, ge=0)
     """Longest wait for a `retry-after` header."""
     context_budget_chars: int = Field(400_000, ge=10_000)
@@ -171,6 +190,12 @@ class Settings(BaseModel):
     _config_files: tuple[str, ...] = PrivateAttr(default=())
     """The config files these settings were read from (the user's and any --config FILE): part
     of agent-cli's own state, which no tool may read or write (see `own_state`)."""
+
+
+def default_of(name: str) -> Any:
+    """The default of one setting. Settings is the one place a default is written: the loop's
+    Limits and ToolContext take theirs from here, so the three cannot drift apart."""
+    return Settings.model_fields[name].default
 
 
 def own_state(settings: Settings) -> dict[Path, str]:

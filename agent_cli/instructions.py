@@ -188,20 +188,10 @@ def with_instructions(messages: list[Message], items: list[Instruction]) -> list
 
 def attach(session: Any, outcome: Outcome) -> None:
     """Put the outcome on the record (notices, with the accepted text) and make every request
-    carry the accepted files. Called after session.start(), so the notices follow session_start
-    in the log."""
+    carry the accepted files (the session's request hook reads `session.instructions`). Called
+    after session.start(), so the notices follow session_start in the log."""
     from agent_cli import events as ev
 
     for kind, message, extra in outcome.notices:
         session.emit(ev.Notice.model_validate({"message": message, "kind": kind, **extra}))
-    items = list(outcome.accepted)
-    session.instructions = items
-    if not items:
-        return
-    before = session.loop.prepare
-
-    def prepare(history: list[Message]) -> list[Message]:
-        sent = before(history) if before is not None else history
-        return with_instructions(sent, items)
-
-    session.loop.prepare = prepare
+    session.instructions = list(outcome.accepted)

@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from agent_cli import events as ev
 from agent_cli.approval import ApprovalRequest, Approved, Denied, Gate, path_arg_names
+from agent_cli.config import default_of
 from agent_cli.errors import ProviderError, ToolFailed
 from agent_cli.providers.base import ModelRequest, ModelResponse, Provider
 from agent_cli.tools.base import ToolContext, ToolOutput, canonical_json
@@ -36,15 +37,15 @@ TIMEOUT_GRACE_S = 2.0
 
 @dataclass
 class Limits:
-    max_turns: int = 25
+    max_turns: int = default_of("max_turns")
     """Model requests within one user turn."""
-    max_tokens: int = 8192
-    tool_timeout_s: float = 120.0
-    output_cap: int = 30_000
+    max_tokens: int = default_of("max_tokens")
+    tool_timeout_s: float = default_of("tool_timeout_s")
+    output_cap: int = default_of("output_cap")
     """Characters of one tool result sent back to the model (head and tail kept)."""
-    repeat_failures: int = 3
-    max_read_bytes: int = 2_000_000
-    max_panels_after_denial: int = 5
+    repeat_failures: int = default_of("repeat_failures")
+    max_read_bytes: int = default_of("max_read_bytes")
+    max_panels_after_denial: int = default_of("max_panels_after_denial")
     """Once the user has denied a call in a reply, at most this many panels open for that reply;
     the rest are answered without asking (approval fatigue is how a wall of calls gets a yes)."""
     max_tool_calls: int | None = None
@@ -123,6 +124,12 @@ class _Interrupted(Exception):
         self.after_s = after_s
 
 
+RequestHook = Callable[[list[dict[str, Any]], "str | None"],
+                       tuple[list[dict[str, Any]], "str | None"]]
+"""(messages, system) -> what is sent instead, applied in order before each model request (the
+MCP sync, the context budget, project instructions); the history and the log are not changed."""
+
+
 class Loop:
     def __init__(
         self,
@@ -134,6 +141,7 @@ class Loop:
         workspace: Path,
         limits: Limits | None = None,
         system: str | None = None,
+        hooks: Sequence[RequestHook] = (),
     ) -> None:
         self.provider = provider
         self.registry = registry
@@ -145,8 +153,8 @@ class Loop:
         self.usage: dict[str, int] = {}
         self._proposed: set[str] = set()
         self._reply = _ReplyState()
-        self.prepare: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None
-        """Shapes what is sent (e.g. a context budget) without touching the history or log."""
+        self.hooks = tuple(hooks)
+        """Shape what is sent (see RequestHook), given at construction: nothing rewires them."""
         self.sandbox: Any = None
         """The session's agent_cli.sandbox.Sandbox: handed to tools, recorded per call."""
         self.effects: EffectRecorder | None = None
@@ -299,10 +307,13 @@ class Loop:
         return None
 
     def _ask_model(self, history: list[dict[str, Any]]) -> ModelResponse:
+        messages, system = history, self.system
+        for hook in self.hooks:
+            messages, system = hook(messages, system)
         request = ModelRequest(
-            messages=self.prepare(history) if self.prepare is not None else history,
+            messages=messages,
             tools=self.registry.specs(),
-            system=self.system,
+            system=system,
             max_tokens=self.limits.max_tokens,
             model=self.provider.model,
             tool_choice=self.tool_choice,

@@ -16,7 +16,7 @@ from agent_cli.approval import Approver, Gate
 from agent_cli.config import Settings
 from agent_cli.context import ContextBudget
 from agent_cli.errors import UsageError
-from agent_cli.loop import Limits, Loop, TurnResult
+from agent_cli.loop import Limits, Loop, RequestHook, TurnResult
 from agent_cli.providers.base import Provider
 from agent_cli.sandbox.policy import Sandbox, install
 from agent_cli.session_log import SessionLog
@@ -26,6 +26,7 @@ from agent_cli.tools.scope import READ_ONLY_REASON, ScopedRegistry
 from agent_cli.usage import UsageMeter
 
 if TYPE_CHECKING:
+    from agent_cli.instructions import Instruction
     from agent_cli.skills import SkillSet
     from agent_cli.tools.mcp.hub import MCPHub
     from agent_cli.tools.scope import Scope
@@ -128,6 +129,40 @@ def _guard_own_state(settings: Settings, log_path: Path, *, default_folder: bool
 
 
 class Session:
+    """One conversation with its tools, its log and the loop that drives it: the composition
+    root. `Session.create(settings, ...)` builds every part from the settings (provider, tools
+    in scope, MCP servers); tests build one from parts they choose. Either way this constructor
+    is the one place the parts are wired together (log, usage meter, gate, sandbox, context
+    budget, undo recorder, and the loop with its request hooks), so no caller rewires the loop
+    afterwards. The UI comes in as event sinks and an approver; nothing here knows a terminal.
+    """
+
+    @classmethod
+    def create(
+        cls,
+        settings: Settings,
+        *,
+        workspace: Path,
+        approver: Approver,
+        sinks: Iterable[Sink] = (),
+        tools_dirs: Iterable[Path] = (),
+        scope: Scope | None = None,
+        log_path: Path | None = None,
+        history: list[dict[str, Any]] | None = None,
+        continues: str | None = None,
+        provider: Provider | None = None,
+    ) -> Session:
+        """A session as `chat`, `run` and `eval` run it: the provider named in the settings
+        (unless one is given), the plugin tools in the settings' scope narrowed by `scope` (an
+        eval task's), and the configured MCP servers started in the background (their tools
+        join the same scoped registry, so they are held to it too)."""
+        registry, report = load_registry(settings, tools_dirs)
+        return cls(settings, workspace=workspace,
+                   provider=provider if provider is not None else make_provider(settings),
+                   registry=session_scope(settings, registry, scope), approver=approver,
+                   sinks=sinks, log_path=log_path, history=history, continues=continues,
+                   load_report=report, start_mcp=True)
+
     def __init__(
         self,
         settings: Settings,
@@ -141,6 +176,7 @@ class Session:
         history: list[dict[str, Any]] | None = None,
         continues: str | None = None,
         load_report: LoadReport | None = None,
+        start_mcp: bool = False,
     ) -> None:
         self.settings = settings
         self.workspace = workspace.resolve()
@@ -158,35 +194,58 @@ class Session:
         self.skills = self._load_skills()
         self.sandbox = Sandbox(settings.sandbox, self.workspace)
         """Confinement of every process the session's tools and MCP servers start."""
-        note = self.sandbox.model_note()
-        base = self.system_prompt()
-        system = f"{base}\n\n{note}" if note else base
-        self.loop = Loop(provider, registry, self.gate, self.emit, workspace=self.workspace,
-                         limits=limits_of(settings), system=system)
-        self.loop.tool_choice = settings.tool_choice
-        self.loop.cost = self.usage.cost
         self._check_scope_settings()
-        self.loop.sandbox = self.sandbox
         # From here on, processes started through run_process (plugins) and MCP servers (which
         # start in the background before start()) get this sandbox by default.
         install(self.sandbox)
         self.budget = ContextBudget(settings.context_budget_chars, self.emit,
                                     budget_tokens=self._budget_tokens)
         self.sinks.append(self.budget.observe)
-        self.loop.prepare = self.budget
         self.effects: WorkspaceRecorder | None = None
         """Records approved calls' effects for undo (config `undo`); also a sink for /undo."""
         if settings.undo:
             from agent_cli.undo.recorder import WorkspaceRecorder
 
             self.effects = WorkspaceRecorder.for_session(self.workspace, settings)
-            self.loop.effects = self.effects
             self.sinks.append(self.effects)
         self.continues = continues
         self.load_report = load_report or LoadReport()
         self._closed = False
+        self.instructions: list[Instruction] = []
+        """Project instruction files passed to the model with every request (instructions.py
+        sets them after start(), so their notices follow session_start in the log)."""
         self.mcp: MCPHub | None = None
-        """MCP servers, when configured (tools/mcp/hub.attach sets it)."""
+        """The MCP servers (with `start_mcp` and servers configured); closed with the session."""
+        if start_mcp:
+            from agent_cli.tools.mcp.hub import start_hub
+
+            self.mcp = start_hub(settings, registry, self.emit,
+                                 session_id=self.log_path.stem, workspace=self.workspace)
+        note = self.sandbox.model_note()
+        base = self.system_prompt()
+        hooks: list[RequestHook] = [self.mcp.request_hook] if self.mcp is not None else []
+        hooks += [self._within_budget, self._with_instructions]
+        self.loop = Loop(provider, registry, self.gate, self.emit, workspace=self.workspace,
+                         limits=limits_of(settings), system=f"{base}\n\n{note}" if note else base,
+                         hooks=hooks)
+        self.loop.tool_choice = settings.tool_choice
+        self.loop.cost = self.usage.cost
+        self.loop.sandbox = self.sandbox
+        self.loop.effects = self.effects
+
+    def _within_budget(self, messages: list[dict[str, Any]], system: str | None
+                       ) -> tuple[list[dict[str, Any]], str | None]:
+        """Request hook: old tool results stubbed past the context budget (context.py)."""
+        return self.budget(messages), system
+
+    def _with_instructions(self, messages: list[dict[str, Any]], system: str | None
+                           ) -> tuple[list[dict[str, Any]], str | None]:
+        """Request hook: the accepted project instruction files first in the first message."""
+        if not self.instructions:
+            return messages, system
+        from agent_cli.instructions import with_instructions
+
+        return with_instructions(messages, self.instructions), system
 
     def _budget_tokens(self) -> int:
         """Config context_budget_tokens, else 80% of the current model's context window."""

@@ -74,7 +74,7 @@ def run_session(calls: int, budget: int | None, result_bytes: int) -> dict[str, 
                           registry=Registry([big_tool(result_bytes)]),
                           approver=NonInteractiveApprover(), log_path=Path(tmp) / "s.jsonl")
         if budget is None:
-            session.loop.prepare = None
+            session.loop.hooks = ()
         session.start()
         gc.collect()
         tracemalloc.start()

@@ -7,13 +7,13 @@ shutdown, and the per-call overhead of an MCP tool against a built-in one.
    mcp-server-git on a temporary repository): wall time from spawn to the prompt, and from a
    Ctrl-D typed 3 s later to exit (ready servers stopped, no process left). Servers start in
    the background, so the prompt should not wait for them.
-2. In process: from `attach()` (servers start) to both servers ready (tools listed, pinned).
+2. In process: from `start_hub()` (servers start) to both servers ready (tools listed, pinned).
 3. In process, the real Session/Loop: N model requests each asking for one call, a built-in
    `multiply` vs the trusted `time__get_current_time` (both read: no panel); per-call time and the
    difference. Also the bare bridge call (`MCPHub.call`) alone.
 
-4. In process: attach() with the four npm reference servers configured (everything,
-   filesystem, memory, sequential-thinking; `npm ci --prefix tests/npm`): attach() returns /
+4. In process: start_hub() with the four npm reference servers configured (everything,
+   filesystem, memory, sequential-thinking; `npm ci --prefix tests/npm`): start_hub() returns /
    all four ready / close().
 5. The bare bridge call of one tool (`echo` of tests/mcp_e2e/hostile_server.py) over stdio
    and over streamable HTTP (the same server on a loopback port).
@@ -146,9 +146,9 @@ def bench_ready(runs: int, tmp: Path, repo: Path) -> None:
     from agent_cli.providers.scripted import ScriptedProvider
     from agent_cli.session import Session
     from agent_cli.tools.loader import load_tools
-    from agent_cli.tools.mcp.hub import attach
+    from agent_cli.tools.mcp.hub import start_hub
 
-    print("2. in process: attach() returns / both servers ready / close()")
+    print("2. in process: start_hub() returns / both servers ready / close()")
     returns, ready, closes = [], [], []
     for i in range(runs):
         os.environ["AGENT_CLI_HOME"] = str(tmp / f"ready-home-{i}")
@@ -162,15 +162,17 @@ def bench_ready(runs: int, tmp: Path, repo: Path) -> None:
                           workspace=tmp, provider=ScriptedProvider([]), registry=registry,
                           approver=ScriptedApprover([]))
         t0 = time.monotonic()
-        hub = attach(session)
+        hub = start_hub(session.settings, session.registry, session.emit,
+                        session_id=session.log_path.stem, workspace=tmp)
         returns.append(time.monotonic() - t0)
         assert hub is not None
         hub.wait_ready()
         ready.append(time.monotonic() - t0)
         t1 = time.monotonic()
+        hub.close()
         session.close()
         closes.append(time.monotonic() - t1)
-    print(f"   attach() returns: {fmt(returns, 'ms', 1000)}")
+    print(f"   start_hub() returns: {fmt(returns, 'ms', 1000)}")
     print(f"   both ready:       {fmt(ready)}")
     print(f"   close():          {fmt(closes)}")
 
@@ -183,7 +185,6 @@ def bench_calls(calls: int, tmp: Path) -> None:
     from agent_cli.session import Session
     from agent_cli.tools.base import ToolContext
     from agent_cli.tools.loader import load_tools
-    from agent_cli.tools.mcp.hub import attach
 
     os.environ["AGENT_CLI_HOME"] = str(tmp / "calls-home")
     servers = {"time": MCPServer(command=PY, args=["-m", "mcp_server_time"], trusted=True)}
@@ -207,8 +208,8 @@ def bench_calls(calls: int, tmp: Path) -> None:
     registry, _ = load_tools([])
     session = Session(Settings(provider="scripted", mcp={"servers": servers}), workspace=tmp,
                       provider=FunctionProvider(lambda r: {"content": []}), registry=registry,
-                      approver=ScriptedApprover([]))
-    hub = attach(session)
+                      approver=ScriptedApprover([]), start_mcp=True)
+    hub = session.mcp
     assert hub is not None
     session.start()
     hub.wait_ready()
@@ -238,14 +239,14 @@ def bench_four(runs: int, tmp: Path) -> None:
     from agent_cli.providers.scripted import ScriptedProvider
     from agent_cli.session import Session
     from agent_cli.tools.loader import load_tools
-    from agent_cli.tools.mcp.hub import attach
+    from agent_cli.tools.mcp.hub import start_hub
 
     bin_dir = REPO / "tests" / "npm" / "node_modules" / ".bin"
     names = ("everything", "filesystem", "memory", "sequential-thinking")
     if not all((bin_dir / f"mcp-server-{n}").exists() for n in names):
         print("4. skipped: run `npm ci --prefix tests/npm` for the four reference servers")
         return
-    print("4. in process, four npm reference servers: attach() returns / all ready / close()")
+    print("4. in process, four npm reference servers: start_hub() returns / all ready / close()")
     returns, ready, closes = [], [], []
     for i in range(runs):
         os.environ["AGENT_CLI_HOME"] = str(tmp / f"four-home-{i}")
@@ -258,17 +259,19 @@ def bench_four(runs: int, tmp: Path) -> None:
                           workspace=tmp, provider=ScriptedProvider([]), registry=registry,
                           approver=ScriptedApprover([]))
         t0 = time.monotonic()
-        hub = attach(session)
+        hub = start_hub(session.settings, session.registry, session.emit,
+                        session_id=session.log_path.stem, workspace=tmp)
         returns.append(time.monotonic() - t0)
         assert hub is not None
         hub.wait_ready()
         ready.append(time.monotonic() - t0)
         states = {s.name: s.state for s in hub.snapshot()}
         t1 = time.monotonic()
+        hub.close()
         session.close()
         closes.append(time.monotonic() - t1)
     print(f"   states: {states}")
-    print(f"   attach() returns: {fmt(returns, 'ms', 1000)}")
+    print(f"   start_hub() returns: {fmt(returns, 'ms', 1000)}")
     print(f"   all four ready:   {fmt(ready)}")
     print(f"   close():          {fmt(closes)}")
 

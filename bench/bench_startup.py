@@ -6,7 +6,8 @@
    `python -m agent_cli` when there is none): median, min, max of N runs.
 2. `agent-cli chat --script examples/demo_script.json` in a pseudo-terminal: wall time from
    spawning to the prompt character appearing (then Ctrl-D), N runs.
-3. Which heavy modules `import agent_cli.cli` pulls in (anthropic and mcp must not be among them).
+3. Which heavy modules `import agent_cli.cli.app` pulls in (anthropic and mcp must not be among
+   them).
 4. With --profile: `python -X importtime` of both paths, the biggest imports by cumulative time.
 
 Goals: --help under 0.15 s, prompt under 0.4 s. Figures only; nothing is asserted (the tests
@@ -167,7 +168,7 @@ def proc_cpu(pid: int) -> float | None:
 
 
 def heavy_modules(env: dict[str, str]) -> list[str]:
-    code = ("import sys, agent_cli.cli; "
+    code = ("import sys, agent_cli.cli.app; "
             f"print(' '.join(m for m in {HEAVY!r} if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          check=True)
@@ -217,7 +218,7 @@ def main() -> int:
         prompts = [time_prompt_once(workspace, env) for _ in range(args.runs)]
         print(summary("chat: spawn to prompt (pty)", prompts, GOAL_PROMPT_S))
         heavy = heavy_modules(env)
-        print(f"after `import agent_cli.cli`: anthropic loaded: {'anthropic' in heavy}; "
+        print(f"after `import agent_cli.cli.app`: anthropic loaded: {'anthropic' in heavy}; "
               f"mcp loaded: {'mcp' in heavy}; heavy modules present: {' '.join(heavy) or 'none'}")
 
         if args.profile:

@@ -16,7 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from agent_cli import __version__
-from agent_cli.cli import app
+from agent_cli.cli.app import app
 from tests.conftest import REPO
 
 runner = CliRunner()

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from agent_cli.cli import Common, app
+from agent_cli.cli.app import app
+from agent_cli.cli.common import Common
 from agent_cli.config import Settings, home, load_settings
 from agent_cli.errors import ConfigError
 from agent_cli.session import load_registry

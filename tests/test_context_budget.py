@@ -206,7 +206,7 @@ def test_without_the_budget_the_same_session_grows_past_it(tmp_path: Path,
         return {"content": [{"type": "text", "text": "done"}], "stop_reason": "end_turn"}
 
     session = session_with(FunctionProvider(model), tmp_path, workspace, 200_000, [])
-    session.loop.prepare = None
+    session.loop.hooks = ()
     session.send("go")
     assert max(sizes) > 500_000
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from agent_cli.cli import app
+from agent_cli.cli.app import app
 from agent_cli.tools import loader
 from agent_cli.tools.loader import bundled_tools_dir, load_tools
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from agent_cli.cli import app
+from agent_cli.cli.app import app
 from agent_cli.session_log import chain_hash, serialize, verify
 from tests.test_session_log import PLUGIN, run_session, text, tool_use
 

@@ -30,7 +30,7 @@ from agent_cli.providers.scripted import FunctionProvider, ScriptedProvider
 from agent_cli.session import Session
 from agent_cli.tools.base import EmptyArgs, Tool, ToolContext
 from agent_cli.tools.loader import load_tools
-from agent_cli.tools.mcp.hub import MCPHub, attach
+from agent_cli.tools.mcp.hub import MCPHub
 from agent_cli.tools.mcp.pins import definition_hash
 
 pytestmark = pytest.mark.mcp
@@ -132,8 +132,8 @@ class Run:
         settings = Settings(provider="scripted", mcp={"servers": servers})
         self.session = Session(settings, workspace=workspace, provider=self.provider,
                                registry=registry, approver=self.approver,
-                               sinks=[self.events.append])
-        self.hub = attach(self.session)
+                               sinks=[self.events.append], start_mcp=True)
+        self.hub = self.session.mcp
         self.session.start()
 
     def send(self, text: str = "go") -> Any:
@@ -536,7 +536,7 @@ def test_core_works_without_the_mcp_extra(tmp_path: Path, workspace: Path) -> No
                    f"args = {json.dumps(TIME_ARGS)}\n")
     script = tmp_path / "script.json"
     script.write_text(json.dumps([calls(use("m", "multiply", {"a": 3, "b": 4})), done()]))
-    code = ("import sys; sys.modules['mcp'] = None; from agent_cli.cli import main; "
+    code = ("import sys; sys.modules['mcp'] = None; from agent_cli.cli.main import main; "
             "sys.argv = ['agent-cli'] + sys.argv[1:]; main()")
     out = subprocess.run([PY, "-c", code, "run", "hi", "--config", str(cfg), "--script",
                           str(script), "--workspace", str(workspace), "--output", "jsonl"],

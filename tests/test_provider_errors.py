@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 
 from agent_cli import events as ev
 from agent_cli.approval import ScriptedApprover
-from agent_cli.cli import app
+from agent_cli.cli.app import app
 from agent_cli.config import Settings
 from agent_cli.providers.http_errors import explain_status, is_too_long, retry_wait
 from agent_cli.session import Session, load_registry, make_provider

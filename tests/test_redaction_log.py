@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from agent_cli.approval import ScriptedApprover
-from agent_cli.cli import app
+from agent_cli.cli.app import app
 from agent_cli.config import Settings
 from agent_cli.providers.scripted import ScriptedProvider
 from agent_cli.session import Session, load_registry

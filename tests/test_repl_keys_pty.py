@@ -199,7 +199,7 @@ def test_resume_alone_opens_the_picker_and_prints_a_recap(tmp_path: Path,
                                                           workspace: Path) -> None:
     from typer.testing import CliRunner
 
-    from agent_cli.cli import app
+    from agent_cli.cli.app import app
 
     folder = Path(os.environ["AGENT_CLI_HOME"]) / "sessions"
     for i, words in enumerate(["older chat", "newer chat"]):

@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 from agent_cli import replay as rp
 from agent_cli import rerun as rr
 from agent_cli.approval import ApprovalRequest, Approved, DenyRule, ScriptedApprover
-from agent_cli.cli import app
+from agent_cli.cli.app import app
 from agent_cli.config import Settings
 from agent_cli.providers.scripted import ScriptedProvider
 from agent_cli.session import Session, load_registry

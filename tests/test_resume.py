@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from agent_cli import events as ev
 from agent_cli import resume as rs
-from agent_cli.cli import app
+from agent_cli.cli.app import app
 from agent_cli.config import Settings
 from agent_cli.errors import LogError
 from agent_cli.session_log import BadLine, read_events, verify

@@ -1,7 +1,7 @@
 """One trial: a fresh copy of the task's workspace, the real Session built the way `chat` and
-`run` build theirs, answers from the task instead of a person, its own session log; then the
-checks. A suite runs its trials serially or in a bounded pool of processes; the results are
-put back in (task, trial) order, so both give the same report.
+`run` build theirs (Session.create), answers from the task instead of a person, its own session
+log; then the checks. A suite runs its trials serially or in a bounded pool of processes; the
+results are put back in (task, trial) order, so both give the same report.
 
 Each trial is a separate session in a separate folder: nothing one trial does can change what
 another sees. The pool never forks the main process, so a worker starts from a clean
@@ -11,7 +11,6 @@ where the platform has it, spawn elsewhere.
 
 from __future__ import annotations
 
-import dataclasses
 import fnmatch
 import shutil
 import tempfile
@@ -28,7 +27,7 @@ from agent_cli.tools.registry import Registry
 from agent_cli.tools.scope import Scope, ScopedRegistry
 
 if TYPE_CHECKING:
-    from agent_cli.cli import Common
+    from agent_cli.config import Settings
     from agent_cli.events import AnyEvent
 
 
@@ -39,7 +38,10 @@ class TrialSpec:
     task: Task
     trial: int
     """1-based."""
-    common: Common
+    settings: Settings
+    """The suite's settings (config files, env and command-line flags already applied)."""
+    tools_dirs: list[Path]
+    """--tools-dir folders, on top of the settings' tools_dirs."""
     log: Path
 
 
@@ -117,19 +119,19 @@ def _unmatched_tools(task: Task, registry: Registry) -> list[str]:
     return [g for g in task.tools or [] if not any(fnmatch.fnmatchcase(n, g) for n in names)]
 
 
-def trial_common(spec: TrialSpec, workspace: Path) -> Common:
-    """The session options of one trial: the common ones, with this task's workspace copy,
-    script, model, log and request bound."""
-    task, common = spec.task, spec.common
-    changes: dict[str, Any] = {"workspace": workspace, "log": spec.log}
+def trial_settings(spec: TrialSpec) -> Settings:
+    """The settings of one trial: the suite's, with this task's script, model and request
+    bound on top (as command-line flags would be)."""
+    task = spec.task
+    changes: dict[str, Any] = {}
     if task.script is not None:
-        changes.update(script=task.script, provider="scripted")
+        changes.update(script=str(task.script), provider="scripted")
     if task.model is not None:
         changes["model"] = task.model
     if task.max_requests is not None:
         # One request past the bound, so a model that never stops is seen to exceed it.
         changes["max_turns"] = task.max_requests + 1
-    return dataclasses.replace(common, **changes)
+    return spec.settings.model_copy(update=changes)
 
 
 def run_trial(spec: TrialSpec) -> TrialResult:
@@ -159,16 +161,14 @@ def run_trial(spec: TrialSpec) -> TrialResult:
 
 
 def _drive(spec: TrialSpec, workspace: Path, record: TrialRecord) -> list[str]:
-    from rich.console import Console
-
-    from agent_cli.cli import build_session
+    from agent_cli.session import Session
 
     task = spec.task
     approver = EvalApprover(task)
-    common = trial_common(spec, workspace)
     spec.log.parent.mkdir(parents=True, exist_ok=True)
-    session = build_session(common, console=Console(quiet=True), approver=approver,
-                            sinks=[record], log_path=spec.log, scope=scope_for(task))
+    session = Session.create(trial_settings(spec), workspace=workspace.resolve(),
+                             approver=approver, sinks=[record], tools_dirs=spec.tools_dirs,
+                             log_path=spec.log, scope=scope_for(task))
     session.sinks.insert(0, TaskTagger(approver))  # before the log: the tags are recorded
     session.start()
     unmatched = _unmatched_tools(task, session.registry)
@@ -230,17 +230,18 @@ def _pool_context(mp: Any) -> Any:
     a plain fork of this process, which may have threads (the progress bar's)."""
     if "forkserver" in mp.get_all_start_methods():
         ctx = mp.get_context("forkserver")
-        ctx.set_forkserver_preload(["agent_cli.cli", "agent_cli.eval.runner"])
+        ctx.set_forkserver_preload(["agent_cli.session", "agent_cli.eval.runner"])
         return ctx
     return mp.get_context("spawn")
 
 
-def plan(tasks: list[Task], common: Common, trials: int, log_dir: Path) -> list[TrialSpec]:
+def plan(tasks: list[Task], settings: Settings, tools_dirs: list[Path], trials: int,
+         log_dir: Path) -> list[TrialSpec]:
     """Task by task, trial by trial; each trial's log is named `<task id>-<trial>.jsonl`. A
     folder that already holds one of them is refused: a trial's log must be its own alone."""
     from agent_cli.errors import UsageError
 
-    specs = [TrialSpec(task, n, common, log_dir / f"{task.id}-{n}.jsonl")
+    specs = [TrialSpec(task, n, settings, list(tools_dirs), log_dir / f"{task.id}-{n}.jsonl")
              for task in tasks for n in range(1, trials + 1)]
     taken = [s.log.name for s in specs if s.log.exists()]
     if taken:

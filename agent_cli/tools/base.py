@@ -19,6 +19,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from agent_cli.config import default_of
+
 Effect = Literal["read", "write"]
 NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
@@ -31,7 +33,7 @@ class ToolContext:
     timeout_s: float
     output_cap: int
     cancel: threading.Event = field(default_factory=threading.Event)
-    max_read_bytes: int = 2_000_000
+    max_read_bytes: int = default_of("max_read_bytes")
     snapshot: Any = None
     """What `Tool.snapshot` captured when the panel was built; the write compares against it."""
     sandbox: Any = None

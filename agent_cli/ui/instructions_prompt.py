@@ -14,8 +14,9 @@ from rich.text import Text
 from agent_cli.approval import parse_answer
 from agent_cli.instructions import Instruction
 from agent_cli.safe_text import sanitize
-from agent_cli.ui.panel import PAGE_PROMPT, DiffView, default_input, discard_typeahead
+from agent_cli.ui.panel import PAGE_PROMPT, DiffView
 from agent_cli.ui.safe_rich import safe
+from agent_cli.ui.terminal import default_input, discard_typeahead
 
 
 def terminal_confirm(console: Console, input_fn: Callable[[str], str] | None = None

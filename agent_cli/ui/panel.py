@@ -16,10 +16,8 @@ completion, no default.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
-import sys
 import unicodedata
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -40,6 +38,7 @@ from agent_cli.approval import (
 )
 from agent_cli.safe_text import is_blank, one_line, scan
 from agent_cli.ui.safe_rich import safe, safe_line
+from agent_cli.ui.terminal import default_input, discard_typeahead
 
 InputFn = Callable[[str], str]
 
@@ -352,69 +351,6 @@ PAGE_PROMPT = "-- more ({shown:,} of {total:,} lines): Enter for the next page, 
 def tall_panel_note(lines: int, height: int) -> str:
     return (f"This panel is {lines:,} lines long, taller than the terminal ({height:,} rows): it "
             "is shown a page at a time, and the question comes after its last line.")
-
-
-def discard_typeahead() -> None:
-    """Keys typed while the model was streaming or a tool ran must not answer the panel.
-
-    Two places hold such keys: the terminal's input queue (flushed with termios) and
-    prompt-toolkit's own typeahead store, which keeps whatever the REPL prompt read past the Enter
-    that sent the message (`hello<Enter>y<Enter>` typed fast arrives in one read).
-    """
-    try:
-        if not sys.stdin.isatty():
-            return
-    except (AttributeError, ValueError):  # no stdin, or it was closed
-        return
-    try:
-        import termios
-
-        termios.tcflush(sys.stdin.fileno(), termios.TCIFLUSH)
-    except (ImportError, OSError, ValueError):
-        pass
-    if "prompt_toolkit" in sys.modules:
-        from prompt_toolkit.input.defaults import create_input
-        from prompt_toolkit.input.typeahead import clear_typeahead
-
-        clear_typeahead(create_input())
-
-
-def fresh_prompt(message: str) -> str:
-    """One answer read by a line editor made for it alone: an empty history (Up and Down do
-    nothing, so a `y` typed at an earlier panel is never one key away), no completion, no
-    suggestion, no default. Esc answers at once with ESC (it denies the rest of the reply)."""
-    from prompt_toolkit import PromptSession
-    from prompt_toolkit.history import InMemoryHistory
-    from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
-
-    kb = KeyBindings()
-
-    @kb.add("up")
-    @kb.add("down")
-    @kb.add("c-p")
-    @kb.add("c-n")
-    @kb.add("pageup")
-    @kb.add("pagedown")
-    @kb.add("tab")
-    def _nothing(event: KeyPressEvent) -> None:
-        pass
-
-    @kb.add("escape", eager=True)
-    def _stop(event: KeyPressEvent) -> None:
-        event.app.exit(result="\x1b")
-
-    session: PromptSession[str] = PromptSession(
-        history=InMemoryHistory(), key_bindings=kb, completer=None, auto_suggest=None,
-        enable_history_search=False, complete_while_typing=False, mouse_support=False,
-        enable_system_prompt=False, enable_suspend=False, multiline=False)
-    return session.prompt(message, default="")
-
-
-def default_input() -> InputFn:
-    """`fresh_prompt` on a terminal, plain `input` otherwise."""
-    if sys.stdin.isatty() and os.environ.get("TERM") != "dumb":
-        return fresh_prompt
-    return input
 
 
 class _Stop(Exception):

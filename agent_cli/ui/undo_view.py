@@ -8,7 +8,6 @@ safe_text via `safe`; rich.text.Text is only ever built over sanitised strings.
 from __future__ import annotations
 
 import difflib
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -217,25 +216,6 @@ def list_view(sets_newest_first: list[ChangeSet]) -> Text:
     return out
 
 
-def terminal_ask() -> Ask | None:
-    """A fresh prompt on the terminal (no history, typeahead discarded), or None when there is
-    no terminal: then undo refuses, as a write call would be denied."""
-    try:
-        if not sys.stdin.isatty():
-            return None
-    except (AttributeError, ValueError):
-        return None
-    from agent_cli.ui.panel import default_input, discard_typeahead
-
-    read = default_input()
-
-    def ask(prompt: str) -> str:
-        discard_typeahead()
-        return read(prompt)
-
-    return ask
-
-
 def repl_undo(session: Session, arg: str, *, console: Console | None = None,
               ask: Ask | None = None) -> RenderableType | None:
     """`/undo [ID]` over this session's own records (kept in memory as they were emitted, so no
@@ -261,7 +241,9 @@ def repl_undo(session: Session, arg: str, *, console: Console | None = None,
         found = getattr(session.gate.approver, "console", None)
         console = found if isinstance(found, Console) else Console(highlight=False)
     if ask is None:
-        ask = terminal_ask()
+        from agent_cli.ui.terminal import Terminal
+
+        ask = Terminal.detect().ask()
     plan = make_plan(chosen, Path(chosen[0].workspace), recorder.store, home())
     outcome = confirm_and_apply(plan, recorder.store, console, ask, session.emit)
     return safe(outcome.message, "green" if outcome.undone and outcome.event is not None

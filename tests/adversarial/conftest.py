@@ -316,7 +316,7 @@ def cli(args: list[str], *, cwd: Path | None = None) -> tuple[int, str]:
 
     from typer.testing import CliRunner
 
-    from agent_cli.cli import app
+    from agent_cli.cli.app import app
 
     runner = CliRunner()
     env = {"FORCE_COLOR": "1", "COLUMNS": "100", "TERM": "xterm-256color", "NO_COLOR": None}
@@ -335,7 +335,7 @@ def cli_streams(args: list[str]) -> tuple[int, str, str]:
     stdout is judged without the styled warnings the terminal gets on stderr."""
     from click.testing import CliRunner
 
-    from agent_cli.cli import app
+    from agent_cli.cli.app import app
 
     try:  # click < 8.2 mixes stderr into stdout unless told not to; 8.2 dropped the argument
         runner = CliRunner(mix_stderr=False)  # type: ignore[call-arg]

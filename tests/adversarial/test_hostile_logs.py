@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from agent_cli.cli import app
+from agent_cli.cli.app import app
 from tests.conftest import REPO
 from tests.logtools import records_of, write_chain
 from tests.test_session_log import run_session, text, tool_use

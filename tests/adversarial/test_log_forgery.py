@@ -25,7 +25,7 @@ from typer.testing import CliRunner
 
 from agent_cli import events as ev
 from agent_cli.approval import ScriptedApprover
-from agent_cli.cli import app
+from agent_cli.cli.app import app
 from agent_cli.config import Settings
 from agent_cli.log_trust import check_trust
 from agent_cli.providers.scripted import ScriptedProvider

@@ -207,8 +207,6 @@ def test_mcp_server_cannot_write_outside_its_folder_or_connect(tmp_path: Path,
                                                               workspace: Path,
                                                               outside: Path) -> None:
     pytest.importorskip("mcp")
-    from agent_cli.tools.mcp.hub import attach
-
     home = tmp_path / "server-home"
     home.mkdir()
     script = home / "server.py"
@@ -231,8 +229,10 @@ def test_mcp_server_cannot_write_outside_its_folder_or_connect(tmp_path: Path,
                        timeout_s=60.0)
     session = Session(Settings(provider="scripted", mcp={"servers": {"w": server}}),
                       workspace=workspace, provider=provider, registry=registry,
-                      approver=ScriptedApprover(["y"] * len(uses)), sinks=[events.append])
-    hub = attach(session)
+                      approver=ScriptedApprover(["y"] * len(uses)), sinks=[events.append],
+                      start_mcp=True)
+    hub = session.mcp
+    assert hub is not None
     session.start()
     try:
         hub.wait_ready()

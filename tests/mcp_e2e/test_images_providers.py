@@ -15,7 +15,6 @@ from agent_cli.config import MCPServer, Settings
 from agent_cli.providers.anthropic import AnthropicProvider
 from agent_cli.session import Session, make_provider
 from agent_cli.tools.loader import load_tools
-from agent_cli.tools.mcp.hub import attach
 from tests.fakes import anthropic_server as fa
 from tests.fakes import openai_server as fo
 from tests.mcp_e2e.conftest import HOSTILE, PY
@@ -31,8 +30,7 @@ def hostile(marker: str) -> dict[str, MCPServer]:
 def session(settings: Settings, provider: Any, workspace: Path, tmp_path: Path) -> Session:
     registry, _ = load_tools([])
     s = Session(settings, workspace=workspace, provider=provider, registry=registry,
-                approver=ScriptedApprover(["y"]), log_path=tmp_path / "s.jsonl")
-    attach(s)
+                approver=ScriptedApprover(["y"]), log_path=tmp_path / "s.jsonl", start_mcp=True)
     s.start()
     return s
 

@@ -58,14 +58,9 @@ from agent_cli.tools.mcp.state import (
 )
 from agent_cli.tools.mcp.transport import describe_endpoint, end_marked_processes
 
-# attach() below is replaced by the CLI helper's start_hub (issue 14); until then it needs the
-# Session type and the terminal's progress lines, both from above this layer.
-from agent_cli.ui.mcp_progress import terminal_progress
-
 if TYPE_CHECKING:
     from agent_cli import events as ev
-    from agent_cli.config import MCPServer
-    from agent_cli.session import Session
+    from agent_cli.config import MCPServer, Settings
     from agent_cli.tools.registry import Registry
 
 
@@ -432,33 +427,30 @@ class MCPHub(ServerTasks, HubFeatures):
                     for e in st.tools.values()))
                 for st in self.servers.values()]
 
+    def request_hook(self, messages: list[dict[str, Any]], system: str | None
+                     ) -> tuple[list[dict[str, Any]], str | None]:
+        """The loop's hook before each model request: wait for servers still starting and let
+        their tools join (sync(wait=True)), then add the ready servers' instructions to the
+        system prompt. The messages go through unchanged."""
+        self.sync(wait=True)
+        extra = self.instructions()
+        return messages, ((system or "") + extra) if extra else system
 
-def attach(session: Session) -> MCPHub | None:
-    """Start the session's configured MCP servers in the background and wire the hub in: it
-    syncs before every model request and stops with the session. None when none is configured."""
+
+def start_hub(settings: Settings, registry: Registry, emit: Callable[[ev.AnyEvent], None], *,
+              session_id: str, workspace: Path) -> MCPHub | None:
+    """Start the configured MCP servers in the background (their tools join `registry` when
+    ready, through the hub's sync); None when none is configured. The caller gives the loop
+    `hub.request_hook` and closes the hub with the session."""
     from agent_cli.config import home
 
-    servers = configured_servers(session.settings)
+    servers = configured_servers(settings)
     if not servers:
         return None
-    hub = MCPHub(servers, session.registry, session.emit, home=home(),
-                 session_id=session.log_path.stem, workspace=session.workspace)
-    session.mcp = hub
-    previous = session.loop.prepare
-    base_system = session.loop.system
-
-    def prepare(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        hub.sync(wait=True)
-        extra = hub.instructions()
-        if extra:
-            session.loop.system = (base_system or "") + extra
-        return previous(history) if previous is not None else history
-
-    session.loop.prepare = prepare
-    hub.on_progress = terminal_progress()
+    hub = MCPHub(servers, registry, emit, home=home(), session_id=session_id,
+                 workspace=workspace)
     try:
         hub.start()
     except Exception as e:  # never let a broken MCP setup stop the session
         hub.note(f"MCP servers could not be started: {exception_text(e)}", "mcp_error")
     return hub
-

@@ -22,7 +22,7 @@ EXIT_USAGE = 2
 
 
 def register(app: typer.Typer) -> None:
-    from agent_cli.cli import Common, fail, guarded, with_common
+    from agent_cli.cli.common import Common, fail, guarded, with_common
 
     mcp_app = typer.Typer(help="MCP servers: their state, tools, and changed tool definitions.",
                           no_args_is_help=True, add_completion=False, rich_markup_mode=None)
@@ -105,7 +105,9 @@ def register(app: typer.Typer) -> None:
                 for change in changes:
                     console.print(Text("  ") + safe(change))
             if not yes:
-                if not sys.stdin.isatty():
+                from agent_cli.ui.terminal import Terminal
+
+                if not Terminal.detect().interactive:
                     raise fail("No terminal to confirm on: run again with --yes to accept "
                                "these definitions.", EXIT_USAGE)
                 answer = typer.prompt(f"Accept these {len(held)} definition(s)? [y/N]",

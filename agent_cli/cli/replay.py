@@ -15,7 +15,7 @@ EXIT_USAGE = 2
 
 
 def register(app: typer.Typer) -> None:
-    from agent_cli.cli import Common, fail, guarded, with_options
+    from agent_cli.cli.common import Common, fail, guarded, with_options
 
     @app.command()
     @with_options("workspace", "tools_dir", "config")
@@ -129,17 +129,11 @@ def register(app: typer.Typer) -> None:
         from rich.console import Console
 
         from agent_cli import rerun as rr
-        from agent_cli.approval import Approver, NonInteractiveApprover
         from agent_cli.session import load_registry
+        from agent_cli.ui.terminal import Terminal
 
         console = Console(highlight=False)
-        approver: Approver
-        if sys.stdin.isatty():
-            from agent_cli.ui.panel import TerminalApprover
-
-            approver = TerminalApprover(console)
-        else:
-            approver = NonInteractiveApprover()
+        approver = Terminal.detect().approver(console)
         settings = common.settings()
         registry, load = load_registry(settings, common.tools_dir)
         report = rr.rerun(log, settings=settings, workspace=common.workspace_dir(),

@@ -22,7 +22,7 @@ EXIT_NOT_UNDONE = 1
 
 
 def register(app: typer.Typer) -> None:
-    from agent_cli.cli import guarded
+    from agent_cli.cli.common import guarded
 
     @app.command("undo")
     @guarded
@@ -116,6 +116,6 @@ def _answer_source(answers: Path | None) -> Ask | None:
             return answer
 
         return from_file
-    from agent_cli.ui.undo_view import terminal_ask
+    from agent_cli.ui.terminal import Terminal
 
-    return terminal_ask()
+    return Terminal.detect().ask()

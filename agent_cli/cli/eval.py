@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.progress import Progress, TaskID
 
-    from agent_cli.cli import Common
+    from agent_cli.cli.common import Common
     from agent_cli.eval.runner import TrialResult
 
 EXIT_OK = 0
@@ -23,7 +23,7 @@ EXIT_USAGE = 2
 
 
 def register(app: typer.Typer) -> None:
-    from agent_cli.cli import Common, fail, guarded, with_common
+    from agent_cli.cli.common import Common, fail, guarded, with_common
 
     @app.command("eval")
     @with_common
@@ -63,7 +63,7 @@ def register(app: typer.Typer) -> None:
                        EXIT_USAGE)
         suite = load_tasks(tasks_file)
         folder = log_dir if log_dir is not None else _default_log_dir(common)
-        specs = plan(suite.tasks, common, trials, folder.resolve())
+        specs = plan(suite.tasks, common.settings(), common.tools_dir, trials, folder.resolve())
         err = Console(stderr=True, highlight=False)
         with _Progress(err, len(specs)) as progress:
             results = run_suite(specs, jobs=jobs, on_done=progress.advance)

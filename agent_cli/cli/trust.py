@@ -24,7 +24,7 @@ def register(app: typer.Typer) -> None:
         them); shows what changed since each was last trusted."""
         from rich.console import Console
 
-        from agent_cli.cli import EXIT_USAGE, fail
+        from agent_cli.cli.common import EXIT_USAGE, fail
         from agent_cli.tools.trust import PluginPins
         from agent_cli.ui.safe_rich import safe
 

@@ -10,8 +10,8 @@ EXIT_FAULT = 1
 
 
 def register(app: typer.Typer) -> None:
-    from agent_cli.cli import Common, guarded, with_options
-    from agent_cli.commands.help import App
+    from agent_cli.cli.common import Common, guarded, with_options
+    from agent_cli.cli.help import App
 
     log_app = App(help="Check and list session logs.", no_args_is_help=True,
                           add_completion=False, rich_markup_mode=None)

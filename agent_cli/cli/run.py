@@ -9,19 +9,61 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Optional
+
+import typer
 
 from agent_cli import events as ev
+from agent_cli.cli.common import (
+    EXIT_DENIED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    INSTRUCTIONS_HELP,
+    PLAIN,
+    TURN_EXIT,
+    Common,
+    attach_instructions,
+    fail,
+    guarded,
+    open_session,
+    with_common,
+)
 from agent_cli.errors import UsageError
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
-    from agent_cli.approval import Approver
-    from agent_cli.cli import Common
     from agent_cli.session import Sink
 
 OUTPUTS = ("text", "json", "jsonl")
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(run)
+
+
+@with_common
+@guarded
+def run(
+    common: Common,
+    prompt: Annotated[str, typer.Argument(
+        metavar="PROMPT", help="The task, in words; - reads it from stdin.")],
+    output: Annotated[str, typer.Option(
+        "--output", "-o", metavar="FORMAT",
+        help="text: the answer (only the answer on stdout when it is not a terminal; tool calls "
+        "go to stderr); json: one object at the end (answer, stop_reason, exit_code, log, "
+        "usage, denied); jsonl: every event, one per line (the session-log format).")] = "text",
+    plain: PLAIN = False,
+    instructions: Annotated[Optional[list[Path]], typer.Option(  # noqa: UP045
+        "--instructions", metavar="FILE", help=INSTRUCTIONS_HELP)] = None,
+) -> None:
+    """Do one task headless and exit. Exit codes: 0 done, 1 error, 2 usage, 3 turn limit,
+    4 model/API error, 5 repeated tool call, 6 output limit (max_tokens), 7 done but write
+    calls were denied, 8 session budget used up, 9 the model refused, 130 interrupted,
+    143/129 ended by SIGTERM/SIGHUP.
+
+    Write calls ask on the terminal; with no terminal they are denied, never approved."""
+    raise typer.Exit(run_headless(common, prompt, output, plain, instructions))
 
 
 class Outcome:
@@ -71,21 +113,10 @@ def run_headless(common: Common, prompt: str, output: str, plain: bool,
                  instructions: list[Path] | None = None) -> int:
     from rich.console import Console
 
-    from agent_cli.approval import NonInteractiveApprover
-    from agent_cli.cli import (
-        EXIT_DENIED,
-        EXIT_INTERRUPTED,
-        EXIT_OK,
-        EXIT_USAGE,
-        TURN_EXIT,
-        _attach_instructions,
-        _terminal_confirm,
-        build_session,
-        fail,
-    )
     from agent_cli.safe_text import sanitize
     from agent_cli.ui.render import Renderer, StatusOnly
     from agent_cli.ui.safe_rich import safe
+    from agent_cli.ui.terminal import Terminal
 
     if output not in OUTPUTS:
         raise fail("--output must be text, json or jsonl.", EXIT_USAGE)
@@ -93,13 +124,8 @@ def run_headless(common: Common, prompt: str, output: str, plain: bool,
     text = read_prompt(prompt)
     to_terminal = output == "text" and sys.stdout.isatty()
     err = Console(highlight=False, stderr=True, soft_wrap=True)
-    approver: Approver
-    if sys.stdin.isatty():
-        from agent_cli.ui.panel import TerminalApprover
-
-        approver = TerminalApprover(Console(highlight=False, stderr=True))
-    else:
-        approver = NonInteractiveApprover()
+    term = Terminal.detect()
+    approver = term.approver(Console(highlight=False, stderr=True))
     outcome = Outcome()
     sinks: list[Sink] = [outcome]
     if to_terminal:
@@ -114,15 +140,13 @@ def run_headless(common: Common, prompt: str, output: str, plain: bool,
     from agent_cli.signals import EndingApprover, TerminationSignals
 
     signals = TerminationSignals()
-    session = build_session(common, console=err, approver=EndingApprover(approver, signals),
-                            sinks=sinks)
+    session = open_session(common, approver=EndingApprover(approver, signals), sinks=sinks)
     if output == "jsonl":
         session.log.mirror = _print_line
     with signals:  # SIGTERM/SIGHUP take the Ctrl-C path, then exit 143/129
         try:
             session.start()
-            _attach_instructions(session, instructions, _terminal_confirm(err)
-                                 if sys.stdin.isatty() else None)
+            attach_instructions(session, instructions, term.confirm(err))
             result = session.send(text)
             reason, answer = result.reason, result.text
             code = TURN_EXIT.get(reason, EXIT_OK)
@@ -136,7 +160,7 @@ def run_headless(common: Common, prompt: str, output: str, plain: bool,
         code = signals.exit_code
     if outcome.denied:
         why = ("the prompt came from stdin, so nobody could be asked" if from_stdin
-               and not sys.stdin.isatty() else "no terminal to ask" if not sys.stdin.isatty()
+               and not term.interactive else "no terminal to ask" if not term.interactive
                else "you said no")
         err.print(safe(f"{len(outcome.denied)} write call(s) were denied ({why}); the task may "
                        "be incomplete. Run it in a terminal to approve them, or use `agent-cli "

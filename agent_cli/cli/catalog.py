@@ -1,0 +1,38 @@
+"""What the top-level help says: the program's help text and each subcommand's name, module and
+summary. Plain data, no typer: app.py builds the typer group from it, and main.py prints
+`agent-cli --help` from it without importing typer."""
+
+APP_HELP = (
+    "A terminal agent: the model proposes tool calls, you approve each one that has "
+    "effects.\n\nTry it offline, no key needed:\n\n"
+    "  agent-cli chat --demo\n\n"
+    "  agent-cli chat --provider scripted --script examples/demo_script.json\n\n"
+    "With Claude: export ANTHROPIC_API_KEY=... then agent-cli chat"
+)
+"""The top-level help text (app.py gives it to typer; the quick path prints it)."""
+
+VERSION_HELP = "Print the version (agent-cli X.Y.Z) and exit."
+HELP_HELP = "Show this message and exit."
+
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "chat": ("agent_cli.cli.chat",
+             "Chat with the model in a REPL; write calls ask for your yes, one by one."),
+    "run": ("agent_cli.cli.run", "Do one task headless and exit."),
+    "tools": ("agent_cli.cli.tools", "List the tools: name, effect class, source file, schema "
+              "hash, arguments and full description (what the model is told)."),
+    "replay": ("agent_cli.cli.replay", "Show a saved session again: user turns, model text, "
+               "each approval panel with the decision taken, and the results."),
+    "undo": ("agent_cli.cli.undo", "Restore what approved calls changed: shows the diff it "
+             "would apply and asks [y/N]."),
+    "eval": ("agent_cli.cli.eval", "Run the tasks of a task file, each in a fresh copy of its "
+             "workspace, through the same loop as a chat, with the task's answers for "
+             "approvals."),
+    "trust": ("agent_cli.cli.trust", "Trust plugin, skill or project instruction files as they "
+              "are now (after you changed them); shows what changed since each was last "
+              "trusted."),
+    "log": ("agent_cli.cli.log", "Check and list session logs."),
+    "mcp": ("agent_cli.cli.mcp", "MCP servers: their state, tools, and changed tool "
+            "definitions."),
+}
+"""name -> (module with a `register(app)` function, the summary `agent-cli --help` shows), in
+the order --help lists them. The summary is the command's own first sentence (a test checks)."""

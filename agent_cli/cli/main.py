@@ -1,0 +1,104 @@
+"""The program's entry point (the `agent-cli` script and `python -m agent_cli`).
+
+`agent-cli --help` and `--version` are the commands people run most often just to look, so they
+are answered here without importing typer (about two thirds of the start-up time): the top-level
+help is laid out from the same table app.py builds its group from (catalog.py), in the layout
+click gives it. tests/test_cli_package.py compares the two page for page at several widths, so
+they cannot drift apart. Every other command line goes to the typer app.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import textwrap
+from pathlib import Path
+
+from agent_cli.cli.catalog import APP_HELP, HELP_HELP, SUBCOMMANDS, VERSION_HELP
+
+EXIT_INTERRUPTED = 130
+
+
+def program_name() -> str:
+    """What the usage line calls the program: the script's name, or `python -m PACKAGE`."""
+    package = getattr(sys.modules.get("__main__"), "__package__", None)
+    if package:
+        stem = Path(sys.argv[0]).stem
+        return f"python -m {package if stem == '__main__' else f'{package}.{stem}'}"
+    return os.path.basename(sys.argv[0])
+
+
+def _fill(text: str, width: int, indent: int) -> str:
+    """Each paragraph (blank-line separated) wrapped to `width`, indented by `indent` plus its
+    own leading spaces."""
+    out = []
+    for paragraph in text.split("\n\n"):
+        own = len(paragraph) - len(paragraph.lstrip(" "))
+        pad = " " * (indent + own)
+        wrapper = textwrap.TextWrapper(width, initial_indent=pad, subsequent_indent=pad,
+                                       replace_whitespace=False, break_on_hyphens=True)
+        out.append(wrapper.fill(" ".join(paragraph.split("\n")).strip()))
+    return "\n\n".join(out)
+
+
+def _rows(heading: str, rows: list[tuple[str, str]], width: int) -> list[str]:
+    """A section: the heading, then two columns, the second wrapped beside the first."""
+    lines = [f"{heading}:"]
+    first = max(len(name) for name, _ in rows) + 2
+    for name, text in rows:
+        wrapped = textwrap.wrap(text, max(width - first - 2, 10), replace_whitespace=False)
+        lines.append(f"  {name}{' ' * (first - len(name))}{wrapped[0]}")
+        lines.extend(" " * (first + 2) + more for more in wrapped[1:])
+    return lines
+
+
+def top_help(prog: str, columns: int) -> str | None:
+    """The page `agent-cli --help` prints at this terminal width; None when the layout would
+    need a case this short version does not handle (then typer prints it)."""
+    width = max(min(columns, 80) - 2, 50)
+    usage = f"Usage: {prog} [OPTIONS] COMMAND [ARGS]..."
+    if len(usage) > width or max(len(n) for n in SUBCOMMANDS) > 28:
+        return None
+    options = [("-V, --version", VERSION_HELP), ("-h, --help", HELP_HELP)]
+    lines = [usage, "", _fill(APP_HELP, width, 2), ""]
+    lines += [*_rows("Options", options, width), ""]
+    lines += _rows("Commands", [(n, summary) for n, (_, summary) in SUBCOMMANDS.items()], width)
+    return "\n".join(lines) + "\n"
+
+
+def quick_answer(args: list[str]) -> str | None:
+    """The whole output for `--version` / `--help` alone, or None for everything else."""
+    if args in (["--version"], ["-V"]):
+        from agent_cli import __version__
+
+        return f"agent-cli {__version__}\n"
+    if args in (["--help"], ["-h"]):
+        return top_help(program_name(), shutil.get_terminal_size().columns)
+    return None
+
+
+def _help_only(args: list[str]) -> bool:
+    """True for the start-up path that only prints (no arguments, --help, --version)."""
+    words = args[: args.index("--")] if "--" in args else args
+    return not words or any(w in ("--help", "-h", "--version") for w in words)
+
+
+def main() -> None:
+    args = sys.argv[1:]
+    page = quick_answer(args)
+    if page is not None:
+        sys.stdout.write(page)
+        sys.stdout.flush()
+        return
+    if not _help_only(args):
+        # Before anything else runs: no process started later can read our secrets from /proc.
+        from agent_cli.sandbox.selfguard import guard_self
+
+        guard_self()
+    from agent_cli.cli.app import app
+
+    try:
+        app()
+    except KeyboardInterrupt:
+        sys.exit(EXIT_INTERRUPTED)
