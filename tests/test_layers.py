@@ -47,6 +47,7 @@ LAYERS: dict[str, int] = {
     "agent_cli.demo": 1,
     # 2: the engine.
     "agent_cli.loop": 2,
+    "agent_cli.tool_calls": 2,
     "agent_cli.context": 2,
     # 3: the composition root.
     "agent_cli.session": 3,

@@ -19,7 +19,6 @@ from pydantic import BaseModel, ConfigDict
 
 from agent_cli import events as ev
 from agent_cli.approval import (
-    ApprovalRequest,
     Approved,
     Decision,
     Denied,
@@ -28,9 +27,11 @@ from agent_cli.approval import (
     NonInteractiveApprover,
     ScriptedApprover,
 )
-from agent_cli.loop import Limits, Loop, TurnResult, cap_output
+from agent_cli.calls import Call
+from agent_cli.loop import Limits, Loop, TurnResult
 from agent_cli.providers.base import ModelRequest
 from agent_cli.providers.scripted import FunctionProvider, ScriptedProvider
+from agent_cli.tool_calls import cap_output
 from agent_cli.tools.base import Tool, ToolContext, ToolOutput, canonical_json, sha256_json
 from agent_cli.tools.loader import load_tools
 from agent_cli.tools.registry import Registry
@@ -305,7 +306,7 @@ def test_write_calls_ask_once_each_with_exact_args_and_hash(workspace: Path) -> 
     h = Harness(workspace, ScriptedProvider([reply(*calls), done()]), answers=["y", "yes"])
     h.turn()
     seen = h.approver.seen
-    assert [r.call_id for r in seen] == ["w1", "w2"]
+    assert [r.id for r in seen] == ["w1", "w2"]
     assert seen[0].args == {"path": "one.txt", "content": "1\n"}
     assert seen[1].args == {"path": "two.txt", "content": "2", "mode": "w"}  # defaults shown
     for req in seen:
@@ -329,11 +330,11 @@ def test_run_args_are_the_frozen_shown_args(workspace: Path) -> None:
         def __init__(self) -> None:
             self.shown: dict[str, Any] = {}
 
-        def decide(self, request: ApprovalRequest) -> Decision:
+        def decide(self, request: Call) -> Decision:
             self.shown = dict(request.args)
             request.args["content"] = "EVIL"
             request.args["path"] = "evil.txt"
-            return Approved(request.call_id, request.args_hash)
+            return Approved(request.id, request.args_hash)
 
     approver = Scribbler()
     h = Harness(workspace, ScriptedProvider([
@@ -410,7 +411,7 @@ def test_deny_rule_refuses_before_the_approver_is_asked(workspace: Path) -> None
               use("r1", "multiply", {"a": 13, "b": 2})),
         done()]), answers=["y", "y"], rules=rules)
     h.turn()
-    assert [r.call_id for r in h.approver.seen] == ["w2"]
+    assert [r.id for r in h.approver.seen] == ["w2"]
     for cid in ("w1", "r1"):
         approval = next(e for e in h.of_type(ev.Approval) if e.id == cid)
         assert (approval.decision, approval.by) == ("denied", "rule")
@@ -436,13 +437,13 @@ def test_non_interactive_approver_denies_write_calls_by_policy(workspace: Path) 
 
 @pytest.mark.parametrize(
     "decision",
-    [lambda r: Approved("other-id", r.args_hash), lambda r: Approved(r.call_id, "0" * 64)],
+    [lambda r: Approved("other-id", r.args_hash), lambda r: Approved(r.id, "0" * 64)],
 )
 def test_a_yes_for_another_call_or_other_args_is_a_denial(
-    workspace: Path, decision: Callable[[ApprovalRequest], Decision]
+    workspace: Path, decision: Callable[[Call], Decision]
 ) -> None:
     class Odd:
-        def decide(self, request: ApprovalRequest) -> Decision:
+        def decide(self, request: Call) -> Decision:
             return decision(request)
 
     h = Harness(workspace, ScriptedProvider([
@@ -455,12 +456,12 @@ def test_a_yes_for_another_call_or_other_args_is_a_denial(
 
 def test_gate_denial_for_another_id_is_rejected() -> None:
     class Wrong:
-        def decide(self, request: ApprovalRequest) -> Decision:
+        def decide(self, request: Call) -> Decision:
             return Denied("someone-else", "whatever")
 
-    req = ApprovalRequest("c1", "note", "write", {"a": 1}, sha256_json({"a": 1}))
+    req = Call("c1", "note", "write", {"a": 1}, sha256_json({"a": 1}))
     out = Gate(Wrong()).decide(req)
-    assert isinstance(out, Denied) and out.call_id == "c1" and out.by == "policy"
+    assert isinstance(out, Denied) and out.id == "c1" and out.by == "policy"
 
 
 # --------------------------------------------------------------------------- failures and limits
@@ -701,7 +702,7 @@ def test_interrupt_from_a_tool_answers_every_pending_call(workspace: Path) -> No
 
 def test_interrupt_while_asking_for_approval_answers_every_pending_call(workspace: Path) -> None:
     class CtrlC:
-        def decide(self, request: ApprovalRequest) -> Decision:
+        def decide(self, request: Call) -> Decision:
             raise KeyboardInterrupt
 
     calls = [use("c1", "note", {"path": "a.txt", "content": "x"}),
@@ -836,14 +837,17 @@ def test_an_empty_reply_leaves_no_empty_assistant_message(workspace: Path) -> No
 
 
 def test_usage_adds_up_over_the_turn(workspace: Path) -> None:
+    from agent_cli.usage import UsageMeter
+
+    meter = UsageMeter({}, lambda: "m")  # what a session exposes as `session.usage`
     h = Harness(workspace, ScriptedProvider([
         {**reply(use("t1", "multiply", {"a": 1, "b": 1})),
          "usage": {"input_tokens": 10, "output_tokens": 3}},
         {**done(), "usage": {"input_tokens": 20, "output_tokens": 4}},
-    ]))
+    ]), on_event=meter)
     h.turn()
     assert h.of_type(ev.TurnEnd)[-1].usage == {"input_tokens": 30, "output_tokens": 7}
-    assert h.loop.usage == {"input_tokens": 30, "output_tokens": 7}
+    assert meter.total() == {"input_tokens": 30, "output_tokens": 7}
 
 
 @pytest.mark.parametrize(

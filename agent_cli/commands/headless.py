@@ -12,6 +12,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from agent_cli import events as ev
+from agent_cli.conversation import has_tool_use
 from agent_cli.errors import UsageError
 
 if TYPE_CHECKING:
@@ -48,7 +49,7 @@ def without_text(sink: Sink) -> Sink:
             held.append(event)
             return
         if isinstance(event, ev.ModelReply):
-            if any(b.get("type") == "tool_use" for b in event.content):
+            if has_tool_use(event.content):
                 for delta in held:
                     sink(delta)
             held.clear()
