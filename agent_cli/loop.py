@@ -25,6 +25,7 @@ from agent_cli.approval import Gate
 from agent_cli.conversation import (
     NOT_RUN_INTERRUPTED,
     ToolResultBlock,
+    ToolUseBlock,
     add_user_text,
     close_dangling,
     tool_uses,
@@ -223,11 +224,23 @@ class Loop(CallRunner):
     def _close(self, history: list[dict[str, Any]], why: str) -> None:
         """Append the results of the last reply's calls: those given so far, and `why` (logged
         as each call's result) for every call still waiting."""
-        for use, call_id, found in close_dangling(history, why, self._answers):
-            if found is None:
+        closed = [(use, call_id) for use, call_id, found
+                  in close_dangling(history, why, self._answers) if found is None]
+        self._answers = {}
+        self._log_closed(closed, why)
+
+    def _log_closed(self, closed: list[tuple[ToolUseBlock, str]], why: str) -> None:
+        """Log the proposal and the result of each call closed without running. A Ctrl-C in a
+        sink waits until every one is logged: the log must hold one result per call too."""
+        stopped = False
+        for use, call_id in closed:
+            try:
                 self._propose(call_id, use.get("name"), use.get("input"))
                 self._emit_result(call_id, str(use.get("name")), why, True, 0.0, False)
-        self._answers = {}
+            except KeyboardInterrupt:
+                stopped = True
+        if stopped:
+            raise KeyboardInterrupt
 
     def settle_interrupted(self, history: list[dict[str, Any]],
                            answered: Iterable[str] = ()) -> None:
@@ -236,12 +249,10 @@ class Loop(CallRunner):
         record the interrupt, so the next request stays valid and the log says what happened.
         `answered`: ids whose result is already in the log (they are not logged twice)."""
         logged = set(answered)
-        for use, call_id, _found in close_dangling(history, NOT_RUN_INTERRUPTED):
-            if call_id not in logged:
-                self._propose(call_id, use.get("name"), use.get("input"))
-                self._emit_result(call_id, str(use.get("name")), NOT_RUN_INTERRUPTED, True,
-                                  0.0, False)
+        closed = [(use, call_id) for use, call_id, _found
+                  in close_dangling(history, NOT_RUN_INTERRUPTED) if call_id not in logged]
         self._answers = {}
+        self._log_closed(closed, NOT_RUN_INTERRUPTED)
         self.emit(ev.Interrupt(during="turn"))
         self.emit(ev.TurnEnd(reason="interrupted", message="Interrupted; back at the prompt."))
 

@@ -363,9 +363,11 @@ class CallRunner:
             content += self._repeat_note  # logged and sent alike
         self._repeat_note = None
         capped, truncated = cap_output(content, self.limits.output_cap)
-        self._emit_result(call_id, name, capped, is_error, duration, truncated)
         block = tool_result(call_id, capped, is_error, images or ())
+        # Kept before it is logged: a Ctrl-C inside a sink then still finds this result, and
+        # the call is not answered (and logged) a second time.
         self._answers[call_id] = block
+        self._emit_result(call_id, name, capped, is_error, duration, truncated)
         return block
 
     def _emit_result(self, call_id: str, name: str, content: str, is_error: bool,

@@ -28,6 +28,7 @@ from agent_cli.approval import (
     ScriptedApprover,
 )
 from agent_cli.calls import Call
+from agent_cli.conversation import NOT_RUN_INTERRUPTED
 from agent_cli.loop import Limits, Loop, TurnResult
 from agent_cli.providers.base import ModelRequest
 from agent_cli.providers.scripted import FunctionProvider, ScriptedProvider
@@ -875,3 +876,93 @@ def test_a_tool_calling_sys_exit_does_not_end_the_session(workspace: Path) -> No
     assert result.text == "still here"
     res = h.result("t1")
     assert res.is_error and "SystemExit" in res.content
+
+
+# --------------------------------------------------------------------------- one home for closing
+
+
+def test_ctrl_c_in_a_sink_between_calls_keeps_the_real_results(workspace: Path) -> None:
+    """A Ctrl-C while the first call's result is being written: that result stays what it was
+    (in the history and, once, in the log); the calls not reached are answered `not run`."""
+    fired: list[str] = []
+
+    def on_event(event: ev.AnyEvent) -> None:
+        if isinstance(event, ev.ToolResultEvent) and not fired:
+            fired.append(event.id)
+            raise KeyboardInterrupt
+
+    calls = [use("m1", "multiply", {"a": 2, "b": 3}), use("m2", "multiply", {"a": 1, "b": 1})]
+    h = Harness(workspace, ScriptedProvider([reply(*calls), done()]), on_event=on_event)
+    assert h.turn().reason == "interrupted"
+    (msg,) = h.result_messages()
+    blocks = results_of(msg)
+    assert blocks[0] == {"type": "tool_result", "tool_use_id": "m1", "content": "6"}
+    assert blocks[1]["is_error"] and blocks[1]["content"] == NOT_RUN_INTERRUPTED
+    assert [e.id for e in h.of_type(ev.ToolResultEvent)] == ["m1", "m2"]
+    assert [e.id for e in h.of_type(ev.ToolProposed)] == ["m1", "m2"]
+
+
+def test_every_closed_call_is_logged_once_even_when_ctrl_c_hits_the_log(workspace: Path) -> None:
+    fired: list[str] = []
+
+    def on_event(event: ev.AnyEvent) -> None:
+        if isinstance(event, ev.ToolResultEvent) and not fired:
+            fired.append(event.id)
+            raise KeyboardInterrupt
+
+    cut = reply(use("a", "multiply", {"a": 1, "b": 1}), use("b", "note", {"path": "x"}),
+                stop="max_tokens")
+    h = Harness(workspace, ScriptedProvider([cut, done()]), on_event=on_event)
+    assert h.turn().reason == "interrupted"
+    assert [e.id for e in h.of_type(ev.ToolResultEvent)] == ["a", "b"]
+    (msg,) = h.result_messages()
+    assert [b["content"] for b in results_of(msg)] == [h.result("a").content] * 2
+
+
+def test_settling_an_escaped_interrupt_is_the_loops_job(workspace: Path) -> None:
+    """The REPL asks the loop; every call still waiting is proposed and answered, once."""
+    h = Harness(workspace, ScriptedProvider([done()]))
+    h.history[:] = [
+        {"role": "user", "content": [{"type": "text", "text": "go"}]},
+        {"role": "assistant", "content": [use("t1", "multiply", {"a": 1, "b": 1}),
+                                          use("t2", "note", {"path": "p", "content": "c"})]},
+    ]
+    h.loop.settle_interrupted(h.history, answered={"t1"})
+    assert_history_valid(h.history)
+    assert [b["content"] for b in results_of(h.history[-1])] == [NOT_RUN_INTERRUPTED] * 2
+    assert [e.id for e in h.of_type(ev.ToolProposed)] == ["t2"]
+    assert [e.id for e in h.of_type(ev.ToolResultEvent)] == ["t2"]
+    assert [e.type for e in h.logged()][-2:] == ["interrupt", "turn_end"]
+
+
+def test_a_tool_without_a_pydantic_model_is_called_like_any_other(workspace: Path) -> None:
+    """One validation entry point (Tool.validate): the loop does not ask which kind of tool it
+    holds, so a raw-validator tool's preview gets its arguments too, and its arguments are
+    checked against the shown hash before it runs."""
+    seen: dict[str, Any] = {}
+
+    def check(raw: dict[str, Any]) -> dict[str, Any]:
+        if set(raw) != {"q"}:
+            raise ValueError("- only q")
+        return raw
+
+    def preview(args: Any, ctx: ToolContext) -> str:
+        seen["preview"] = args
+        args["q"] = "EVIL"  # its own copy: the call that runs is the one shown
+        return "would ask"
+
+    def run(args: Any, ctx: ToolContext) -> str:
+        seen["run"] = dict(args)
+        return "ok"
+
+    schema = {"type": "object", "properties": {"q": {"type": "string"}},
+              "additionalProperties": False}
+    h = Harness(workspace, ScriptedProvider([reply(use("r1", "remote", {"q": "x"})), done()]),
+                answers=["y"])
+    h.registry.add(Tool("remote", "Remote.", BaseModel, run, input_schema=schema,
+                        validate_raw=check, preview=preview))
+    h.turn()
+    assert seen == {"preview": {"q": "EVIL"}, "run": {"q": "x"}}
+    [approval] = h.of_type(ev.Approval)
+    assert approval.preview == "would ask" and approval.args == {"q": "x"}
+    assert h.result("r1").content == "ok"
