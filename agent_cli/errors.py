@@ -1,5 +1,8 @@
-"""A small exception family. Each carries the sentence shown to the user (or the model); the CLI
-catches `AgentError` in one place and prints `str(err)` instead of a traceback."""
+"""Two small exception families. Each carries the sentence shown to the user (or the model).
+
+`AgentError`: errors a user can meet; the CLI catches them in one place and prints `str(err)`
+instead of a traceback. `TurnStop`: what ends a user turn short of an answer (a limit, an
+interrupt, a failed model request); the loop catches them in one place (Loop.run_turn)."""
 
 from __future__ import annotations
 
@@ -11,10 +14,14 @@ class AgentError(Exception):
 
 
 class UsageError(AgentError):
+    """The command line asked for something that cannot be done as asked (exit 2)."""
+
     exit_code = 2
 
 
 class ConfigError(AgentError):
+    """A config file or setting is wrong; the message names it (exit 2)."""
+
     exit_code = 2
 
 
@@ -30,6 +37,8 @@ class ProviderError(AgentError):
 
 
 class ScriptExhausted(ProviderError):
+    """The scripted provider has no reply left for a request."""
+
     def __init__(self, message: str) -> None:
         super().__init__(message, kind="script_exhausted")
 

@@ -97,6 +97,9 @@ class Registry:
             self.add(t)
 
     def add(self, tool: Tool) -> None:
+        """Offer `tool` to the model. Refuses a second tool of the same name (naming both
+        sources) and input examples the tool's own validation rejects; a pydantic model that
+        allows unknown fields is given one that forbids them."""
         if tool.name in self._tools:
             other = self._tools[tool.name].source or "another plugin"
             raise ValueError(
@@ -115,6 +118,7 @@ class Registry:
         self._tools[tool.name] = tool
 
     def args_hash(self, args: Any) -> str:
+        """The keyed `args_hash` of shown arguments (tools/base.args_digest)."""
         return args_digest(self.args_key, args)
 
     @staticmethod
@@ -133,6 +137,7 @@ class Registry:
         self._tools.pop(name, None)
 
     def get(self, name: str) -> Tool | None:
+        """The tool of exactly this name (model output is matched by dictionary lookup only)."""
         return self._tools.get(name) if isinstance(name, str) else None
 
     def names(self) -> list[str]:
@@ -145,6 +150,8 @@ class Registry:
         return len(self._tools)
 
     def specs(self) -> list[dict[str, Any]]:
+        """The tool definitions sent with every request, sorted by name (every request sends
+        them in the same order)."""
         return [t.spec() for t in self]
 
     def validate(self, call_id: str, name: Any, raw_input: Any, *,
