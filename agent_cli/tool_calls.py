@@ -205,10 +205,11 @@ class CallRunner:
             self.emit(ev.ToolInvalid(id=call_id, name=str(name), reason=e.reason))
             return self._result(call_id, str(name), e.reason, True, 0.0)
         ctx = self._context(call)
-        extra = dict(call.panel_extra)
-        if self.effects is not None and call.effect != "read":
-            extra.update(self.effects.notes(call))
-        call = replace(call, preview=self._preview(call, ctx), panel_extra=extra)
+        if call.effect != "read":  # (a read call shows no panel: nothing to add to it)
+            extra = dict(call.panel_extra)
+            if self.effects is not None:
+                extra.update(self.effects.notes(call))
+            call = replace(call, preview=self._preview(call, ctx), panel_extra=extra)
         decision = self._decide(call)
         self.emit(approval_event(call, decision))
         if isinstance(decision, Denied):
@@ -218,9 +219,10 @@ class CallRunner:
     def _decide(self, call: Call) -> Decision:
         """The gate's decision, unless the reply has used up its panels after a denial. The gate
         gets its own copy of the shown arguments: nothing an approver does to it can change what
-        is logged or what runs."""
-        asked = replace(call, args=call.shown_args(),
-                        panel_extra=dict(call.panel_extra))
+        is logged or what runs. (A read call never reaches an approver: the gate approves it by
+        policy after the deny rules, which only read.)"""
+        asked = call if call.effect == "read" else replace(
+            call, args=call.shown_args(), panel_extra=dict(call.panel_extra))
         reply = self._reply
         if (reply.denials and reply.panels >= self.limits.max_panels_after_denial
                 and self.gate.would_ask(asked)):
