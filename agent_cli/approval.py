@@ -1,7 +1,8 @@
 """Who decides whether a call runs: deny rules, the read-only policy, then an Approver.
 
-Decisions are data. A yes is bound to one call id and the hash of the exact arguments shown; a
-decision for another id or another hash is treated as a denial. There is no approve-all switch.
+Decisions are data (agent_cli/calls.py): a yes is bound to one call id and the hash of the exact
+arguments shown; a decision for another id or another hash is treated as a denial. There is no
+approve-all switch. Every approver receives the one call record, `Call`.
 """
 
 from __future__ import annotations
@@ -10,59 +11,18 @@ import fnmatch
 import os
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-DecidedBy = Literal["user", "rule", "policy", "recording"]
-
-
-@dataclass(frozen=True)
-class ApprovalRequest:
-    call_id: str
-    name: str
-    effect: str
-    args: dict[str, Any]
-    args_hash: str
-    preview: str | None = None
-    description: str = ""
-    source: str = ""
-    extra: dict[str, str] = field(default_factory=dict)
-    arg_order: tuple[str, ...] = ()
-    """The argument names in the order the tool's schema declares them (path before content), so
-    the panel lists them as the author wrote them; names not in it follow, sorted."""
-    path_args: tuple[str, ...] = ()
-    """Names of the arguments that are paths (see `path_arg_names`): deny rules match them on
-    their workspace-relative canonical form."""
-    workspace: str = ""
-    """The workspace root the paths resolve in ("" when unknown: rules see the raw values)."""
-
-
-@dataclass(frozen=True)
-class Approved:
-    call_id: str
-    args_hash: str
-    by: DecidedBy = "user"
-
-
-@dataclass(frozen=True)
-class Denied:
-    call_id: str
-    reason: str | None = None
-    by: DecidedBy = "user"
-    stop_turn: bool = False
-    """The person answered `q`, Esc or Ctrl-C: deny this call and every remaining call of the
-    reply and end the turn (each call still gets its tool_result)."""
-
-
-Decision = Approved | Denied
+from agent_cli.calls import Approved, Call, Decision, Denied
 
 
 class Approver(Protocol):
     """Asks someone (or something) about one write call."""
 
-    def decide(self, request: ApprovalRequest) -> Decision: ...
+    def decide(self, call: Call) -> Decision: ...
 
 
 APPROVE_WORDS = {"y", "yes"}
@@ -111,14 +71,14 @@ def parse_answer(text: str | None) -> tuple[bool, str | None]:
     return a.kind == "approve", a.reason
 
 
-def decision_for(request: ApprovalRequest, answer: Answer) -> Decision:
-    """The decision an answer gives for one request (a `stop` denies the rest of the reply too)."""
+def decision_for(call: Call, answer: Answer) -> Decision:
+    """The decision an answer gives for one call (a `stop` denies the rest of the reply too)."""
     if answer.kind == "approve":
-        return Approved(request.call_id, request.args_hash)
+        return Approved(call.id, call.args_hash)
     if answer.kind == "stop":
-        return Denied(request.call_id, answer.reason or "the user stopped the turn at the panel",
+        return Denied(call.id, answer.reason or "the user stopped the turn at the panel",
                       stop_turn=True)
-    return Denied(request.call_id, answer.reason)
+    return Denied(call.id, answer.reason)
 
 
 # `n use ./tmp`, `no, use ./tmp`, `n: too big`: a denial word, a separator, then the reason.
@@ -128,9 +88,9 @@ _DENY_WITH_REASON = re.compile(r"(?is)(?:n|no)(?:\s+|\s*[,.:;!]+\s*)(\S.*)")
 class NonInteractiveApprover:
     """No terminal and no answer source: write calls are denied, never approved by default."""
 
-    def decide(self, request: ApprovalRequest) -> Decision:
+    def decide(self, call: Call) -> Decision:
         return Denied(
-            request.call_id,
+            call.id,
             "no one was there to approve it (non-interactive run); write calls are denied "
             "without a terminal",
             by="policy",
@@ -142,12 +102,12 @@ class ScriptedApprover:
 
     def __init__(self, answers: Iterable[str]) -> None:
         self.answers = list(answers)
-        self.seen: list[ApprovalRequest] = []
+        self.seen: list[Call] = []
 
-    def decide(self, request: ApprovalRequest) -> Decision:
-        self.seen.append(request)
+    def decide(self, call: Call) -> Decision:
+        self.seen.append(call)
         text = self.answers.pop(0) if self.answers else None
-        return decision_for(request, read_answer(text))
+        return decision_for(call, read_answer(text))
 
 
 class DenyRule(BaseModel):
@@ -243,34 +203,34 @@ class Gate:
         """Returns the reason when the session is in read-only mode (tools/scope.py), else None:
         then every write call is refused before a panel, whatever reached the gate."""
 
-    def rule_denial(self, request: ApprovalRequest) -> Denied | None:
+    def rule_denial(self, call: Call) -> Denied | None:
         """The denial of the first deny rule that matches, if any (asked before any panel)."""
         for rule in self.rules:
-            if rule.matches(request.name, request.args, path_args=request.path_args,
-                            workspace=request.workspace):
+            if rule.matches(call.name, call.args, path_args=call.path_args,
+                            workspace=call.workspace):
                 why = rule.describe() + (f": {rule.reason}" if rule.reason else "")
-                return Denied(request.call_id, f"refused by {why}", by="rule")
+                return Denied(call.id, f"refused by {why}", by="rule")
         return None
 
-    def would_ask(self, request: ApprovalRequest) -> bool:
+    def would_ask(self, call: Call) -> bool:
         """True when `decide` would open a panel: a write call no deny rule refuses."""
         read_only = self.read_only() if self.read_only is not None else None
-        return request.effect != "read" and self.rule_denial(request) is None \
+        return call.effect != "read" and self.rule_denial(call) is None \
             and read_only is None
 
-    def decide(self, request: ApprovalRequest) -> Decision:
-        refused = self.rule_denial(request)
+    def decide(self, call: Call) -> Decision:
+        refused = self.rule_denial(call)
         if refused is not None:
             return refused
         mode = self.read_only() if self.read_only is not None else None
-        if mode is not None and request.effect != "read":
-            return Denied(request.call_id, f"refused: {mode}", by="policy")
-        if request.effect == "read":
-            return Approved(request.call_id, request.args_hash, by="policy")
-        decision = self.approver.decide(request)
-        if decision.call_id != request.call_id:
-            return Denied(request.call_id, "decision was for another call", by="policy")
-        if isinstance(decision, Approved) and decision.args_hash != request.args_hash:
-            return Denied(request.call_id, "approval did not match the arguments shown",
+        if mode is not None and call.effect != "read":
+            return Denied(call.id, f"refused: {mode}", by="policy")
+        if call.effect == "read":
+            return Approved(call.id, call.args_hash, by="policy")
+        decision = self.approver.decide(call)
+        if decision.id != call.id:
+            return Denied(call.id, "decision was for another call", by="policy")
+        if isinstance(decision, Approved) and decision.args_hash != call.args_hash:
+            return Denied(call.id, "approval did not match the arguments shown",
                           by="policy")
         return decision

@@ -24,14 +24,12 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from agent_cli import events as ev
+from agent_cli.conversation import has_tool_use, open_exchange, text_block, tool_names
 from agent_cli.errors import ProviderError
-from agent_cli.providers.base import ModelRequest
-
-if TYPE_CHECKING:
-    from agent_cli.session import Session
+from agent_cli.providers.base import ModelRequest, Provider
 
 Message = dict[str, Any]
 
@@ -208,7 +206,7 @@ class ContextBudget:
         content = msg.get("content")
         if msg.get("role") != "user" or not isinstance(content, list):
             return
-        names = _tool_names(prev)
+        names = tool_names(prev)
         blocks: list[Any] = []
         count = 0
         for block in content:
@@ -268,7 +266,7 @@ def _only(msg: Message, role: str, kinds: tuple[str, ...]) -> bool:
     content = msg.get("content")
     return (msg.get("role") == role and isinstance(content, list) and bool(content)
             and all(isinstance(b, dict) and b.get("type") in kinds for b in content)
-            and (role != "assistant" or any(b.get("type") == "tool_use" for b in content)))
+            and (role != "assistant" or has_tool_use(content)))
 
 
 def _size_of(out: list[Message], entries: list[_Entry], i: int) -> int:
@@ -282,16 +280,6 @@ def _index_of(out: list[Message], j: int, drop: set[int]) -> int:
     while k in drop:
         k -= 1
     return k
-
-
-def _tool_names(assistant: Message | None) -> dict[str, str]:
-    if assistant is None or not isinstance(assistant.get("content"), list):
-        return {}
-    return {
-        str(b.get("id")): str(b.get("name"))
-        for b in assistant["content"]
-        if isinstance(b, dict) and b.get("type") == "tool_use"
-    }
 
 
 # ------------------------------------------------------------------ /compact
@@ -363,22 +351,6 @@ def _clip(text: str, cap: int) -> str:
     return f"{text[:head]} [... {len(text) - cap} characters cut ...] {text[-(cap - head):]}"
 
 
-def _pending_pair(history: list[Message]) -> list[Message]:
-    """Tool results the model has not answered yet (a turn cut by an error, a limit or Ctrl-C),
-    with the assistant message that asked for them: kept whole after compaction."""
-    if len(history) < 2:
-        return []
-    last, prev = history[-1], history[-2]
-    content = last.get("content")
-    if last.get("role") != "user" or not isinstance(content, list):
-        return []
-    if not any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content):
-        return []
-    if prev.get("role") != "assistant":
-        return []
-    return [prev, last]
-
-
 @dataclass
 class CompactResult:
     ok: bool
@@ -386,52 +358,50 @@ class CompactResult:
     summary: str = ""
 
 
-def compact(session: Session) -> CompactResult:
+def compact(history: list[Message], provider: Provider, emit: Callable[[ev.AnyEvent], None], *,
+            budget: ContextBudget | None = None, max_tokens: int = 4096) -> CompactResult:
     """Ask the model for a summary (one request, no tools) and start a fresh context from it:
     history becomes [user: summary, assistant: ack] (or the pending tool_use/tool_result pair in
-    place of the ack). The log keeps everything; a Notice records the summary and its usage."""
-    history = session.history
+    place of the ack). The log keeps everything; a Notice records the summary and its usage.
+    It gets the parts it uses (Session.compact hands them over), so it knows no session."""
     if not history:
         return CompactResult(False, "Nothing to compact yet.")
-    budget: ContextBudget | None = getattr(session, "budget", None)
     cap = budget.budget_chars if budget is not None else 400_000
     sent = budget(history) if budget is not None else history
     body = transcript(sent, cap)
     text = f"{SUMMARY_INSTRUCTION}\n\n<conversation>\n{body}\n</conversation>"
     request = ModelRequest(
-        messages=[{"role": "user", "content": [{"type": "text", "text": text}]}],
+        messages=[{"role": "user", "content": [text_block(text)]}],
         tools=[],
         system=SUMMARY_SYSTEM,
-        max_tokens=min(session.loop.limits.max_tokens, 4096),
-        model=session.provider.model,
+        max_tokens=min(max_tokens, 4096),
+        model=provider.model,
     )
     before = json_size(history)
     try:
-        reply = session.provider.complete(
+        reply = provider.complete(
             request,
             lambda _t: None,
-            lambda m: session.emit(ev.Notice(message=m, kind="retry")),
+            lambda m: emit(ev.Notice(message=m, kind="retry")),
         )
     except ProviderError as e:
-        session.emit(ev.ErrorEvent(message=f"/compact failed: {e}", kind=e.kind))
+        emit(ev.ErrorEvent(message=f"/compact failed: {e}", kind=e.kind))
         return CompactResult(False, f"Could not compact; the conversation is unchanged. {e}")
     summary = reply.text().strip()
     if not summary:
         return CompactResult(False, "The model returned no summary; the conversation is "
                                     "unchanged.")
-    pending = _pending_pair(history)
-    fresh: list[Message] = [
-        {"role": "user", "content": [{"type": "text", "text": SUMMARY_PREFIX + summary}]}
-    ]
-    fresh += pending or [{"role": "assistant", "content": [{"type": "text", "text": SUMMARY_ACK}]}]
+    pending = open_exchange(history)
+    fresh: list[Message] = [{"role": "user", "content": [text_block(SUMMARY_PREFIX + summary)]}]
+    fresh += pending or [{"role": "assistant", "content": [text_block(SUMMARY_ACK)]}]
     dropped = len(history) - len(pending)
     history[:] = fresh
     after = json_size(history)
     message = (f"Compacted {dropped} messages ({before:,} characters) into a summary "
                f"({after:,} characters); the log keeps the full conversation.")
     # extra fields (the log keeps them): the summary itself, and the usage of the request
-    session.emit(ev.Notice.model_validate({
+    emit(ev.Notice.model_validate({
         "message": message, "kind": "compact", "summary": summary, "usage": reply.usage,
-        "model": session.provider.model,
+        "model": provider.model,
     }))
     return CompactResult(True, message, summary)

@@ -16,76 +16,121 @@ LOG_FORMAT_VERSION = 1
 
 
 class EventBase(BaseModel):
+    """What every record carries. Extra fields are kept (`extra="allow"`): a newer writer may add
+    fields, and an older reader must still parse, show and verify the line."""
+
     model_config = ConfigDict(extra="allow")
 
     v: int = LOG_FORMAT_VERSION
+    """The log format version the record was written in."""
     seq: int = 0
+    """Position in the log, from 1 (filled by the writer): a dropped or moved line shows."""
     ts: float = Field(default_factory=time.time)
+    """When it happened (Unix time, seconds)."""
     hash: str = ""
+    """Over this record and the previous record's hash (filled by the writer): the chain `log
+    verify` checks."""
 
 
 class ToolInfo(BaseModel):
+    """One tool offered to the model, as session_start records it."""
+
     name: str
     effect: str
+    """`read` or `write`, as declared by the tool's author (or the MCP trust rules)."""
     source: str
+    """The plugin file or MCP server it came from."""
     schema_hash: str
+    """Hash of name, description and schema: replay compares it to see a tool that drifted."""
 
 
 class SessionStart(EventBase):
+    """The first record of a session (and of each resumed stretch of one)."""
+
     type: Literal["session_start"] = "session_start"
     version: str
+    """agent-cli's version."""
     model: str
     provider: str
+    """`anthropic`, `openai` or `scripted`."""
     workspace: str
+    """The workspace root every path of the session resolves in."""
     tools: list[ToolInfo] = []
+    """The tools offered to the model at the start."""
     continues: str | None = None
     """Path of the log this session resumed, if any."""
     system: str | None = None
+    """The system prompt sent with every request."""
     key_id: str | None = None
     """Names the log key whose HMAC signs this session's records (filled by the log writer)."""
 
 
 class UserMessage(EventBase):
+    """What the user typed (or a script sent) to start a turn."""
+
     type: Literal["user_message"] = "user_message"
     text: str
 
 
 class ModelReply(EventBase):
+    """One complete reply of the model: resume rebuilds the conversation from these."""
+
     type: Literal["model_reply"] = "model_reply"
     content: list[dict[str, Any]]
+    """The content blocks in the Messages API shape (agent_cli/conversation.py)."""
     stop_reason: str | None
+    """Why the model stopped: end_turn, tool_use, max_tokens, refusal, ..."""
     usage: dict[str, int] = {}
+    """The API's token counters for this request."""
     model: str | None = None
+    """The model that answered, as the API named it."""
 
 
 class ToolProposed(EventBase):
+    """A call the model asked for, logged once before anything else happens to it (run or not)."""
+
     type: Literal["tool_proposed"] = "tool_proposed"
     id: str
+    """The tool_use id."""
     name: str
+    """The tool name as the model wrote it (untrusted: it may name no tool)."""
     input: Any
+    """The input as the model wrote it, before validation."""
 
 
 class ToolInvalid(EventBase):
+    """A proposal that named no tool or whose input failed validation: it never reached a gate."""
+
     type: Literal["tool_invalid"] = "tool_invalid"
     id: str
+    """The tool_use id."""
     name: str
     reason: str
+    """What was wrong, as the model is told in the call's error result."""
 
 
-Decision = Literal["approved", "denied"]
 DecidedBy = Literal["user", "rule", "policy", "recording"]
-"""`recording`: a rerun reused the user's approval of the byte-identical call in the recording."""
+"""Who decided a call (the one definition; agent_cli/calls.py's decisions use it): `user` a person
+at the panel, `rule` a deny rule, `policy` the read-only policy or no one to ask, `recording` a
+rerun reused the user's approval of the byte-identical call in the recording."""
 
 
 class Approval(EventBase):
+    """The decision on one validated call, flushed before the call runs (agent_cli/calls.py
+    builds it from the call record and the decision)."""
+
     type: Literal["approval"] = "approval"
     id: str
+    """The tool_use id."""
     name: str
     effect: str = "write"
-    decision: Decision
+    """`read` or `write`."""
+    decision: Literal["approved", "denied"]
     by: DecidedBy
     args_hash: str
+    """Keyed hash of the exact arguments shown (and run, when approved)."""
     reason: str | None = None
+    """The user's, rule's or policy's reason for a denial; None for an approval."""
     args: dict[str, Any] | None = None
     """The exact arguments that were shown (and that run when approved)."""
     preview: str | None = None
@@ -95,8 +140,11 @@ class Approval(EventBase):
 
 
 class ToolStarted(EventBase):
+    """An approved call begins to run (its `effects` and `tool_result` follow)."""
+
     type: Literal["tool_started"] = "tool_started"
     id: str
+    """The tool_use id."""
     name: str
     sandbox: dict[str, Any] | None = None
     """The confinement in force for processes this call starts: {"mode": "workspace",
@@ -105,35 +153,55 @@ class ToolStarted(EventBase):
 
 
 class ToolResultEvent(EventBase):
+    """The one result of one call, as the model received it (run, failed, denied or not run)."""
+
     type: Literal["tool_result"] = "tool_result"
     id: str
+    """The tool_use id it answers."""
     name: str
     is_error: bool
+    """True for failures, denials, invalid input and calls that were not run."""
     content: str
+    """The text sent to the model (after the output cap)."""
     duration: float = 0.0
+    """Seconds the tool ran (0 for a call that did not run)."""
     truncated: bool = False
+    """The output cap cut the middle of the result."""
 
 
 class ErrorEvent(EventBase):
+    """A failure that ended a turn (the model could not be reached, a malformed reply, ...)."""
+
     type: Literal["error"] = "error"
     message: str
+    """The sentence shown to the user."""
     kind: str = "error"
+    """What failed, for scripts: provider, bad_request, malformed_reply, internal, ..."""
 
 
 class Interrupt(EventBase):
+    """The user interrupted (Ctrl-C, Esc, `q` at a panel)."""
+
     type: Literal["interrupt"] = "interrupt"
     during: str
-    """What was running: "model" or "tool"."""
+    """What was running: "model", "tool", "approval" (a panel) or "turn" (between steps)."""
 
 
 class TurnEnd(EventBase):
+    """The end of one user turn, with why it ended (the loop's TurnResult.reason)."""
+
     type: Literal["turn_end"] = "turn_end"
     reason: str
+    """end_turn, max_turns, max_tokens, refusal, budget, interrupted, repeated_failure, error."""
     message: str | None = None
+    """The sentence for the user, unless a notice already said it."""
     usage: dict[str, int] = {}
+    """Token counters summed over the turn's model requests."""
 
 
 class SessionEnd(EventBase):
+    """The last record of a session that ended cleanly (a crash leaves none)."""
+
     type: Literal["session_end"] = "session_end"
     reason: str = "exit"
 
@@ -144,7 +212,9 @@ class Notice(EventBase):
 
     type: Literal["notice"] = "notice"
     message: str
+    """The sentence shown to the user."""
     kind: str = "info"
+    """What it is about, for renderers and scripts: retry, budget, context_budget, clear, ..."""
 
 
 class EntryState(BaseModel):
@@ -152,18 +222,22 @@ class EntryState(BaseModel):
     store under its sha256, so a record never carries file content."""
 
     kind: Literal["file", "link", "dir"]
+    """What the path was."""
     sha256: str | None = None
     """Of the file's bytes or the link's target; None for a folder."""
     mode: int = 0
     """Permission bits (st_mode & 0o7777); 0 for a link."""
     size: int = 0
+    """Bytes of a file (0 for a link or a folder)."""
 
 
 class PathChange(BaseModel):
     """What one call (or one undo) did to one path, relative to the workspace (POSIX form)."""
 
     path: str
+    """Workspace-relative, POSIX form."""
     change: Literal["created", "modified", "deleted", "mode"]
+    """What happened to it (`mode`: only the permission bits changed)."""
     before: EntryState | None = None
     """None: the path did not exist before."""
     after: EntryState | None = None
@@ -178,10 +252,13 @@ class Effects(EventBase):
     id: str
     """The tool call id."""
     name: str
+    """The tool that ran."""
     workspace: str
+    """The workspace root the paths are relative to."""
     scope: Literal["file", "tree"] = "tree"
     """`file`: only the target of write_file/edit_file was recorded; `tree`: the workspace."""
     changes: list[PathChange] = []
+    """Every path the call created, modified or deleted."""
     not_covered: list[str] = []
     """What the snapshot skipped (ignored paths, files over the size cap), as shown in the panel."""
     complete: bool = True
@@ -197,7 +274,9 @@ class Undo(EventBase):
     undid: list[str]
     """The change sets (call ids or undo ids) it reversed, newest first."""
     workspace: str
+    """The workspace root the paths are relative to."""
     changes: list[PathChange] = []
+    """What the undo itself changed."""
     left_alone: list[str] = []
     """Paths not restored, each with why (changed since, by someone else)."""
 

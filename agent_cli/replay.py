@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, assert_never
 
 from agent_cli import events as ev
-from agent_cli.approval import ApprovalRequest
+from agent_cli.calls import call_of
 from agent_cli.errors import LogError, UsageError
 from agent_cli.safe_text import one_line, sanitize
 from agent_cli.session_log import BadLine, read_records, to_event
@@ -243,14 +243,7 @@ class TextView:
             return
         if event.by != "user":
             return  # read-only calls showed no panel; rule and policy denials print as live
-        proposed = self.proposed.get(event.id)
-        args = event.args if event.args is not None else (
-            proposed if isinstance(proposed, dict) else {})
-        request = ApprovalRequest(call_id=event.id, name=event.name, effect=event.effect,
-                                  args=args, args_hash=event.args_hash, preview=event.preview,
-                                  source=self.sources.get(event.name, ""),
-                                  extra=dict(event.panel_extra),
-                                  arg_order=tuple(str(k) for k in args))
+        request = call_of(event, self.proposed.get(event.id), self.sources.get(event.name, ""))
         self.console.print(approval_panel(request))
         if event.decision == "approved":
             answer = "y"

@@ -24,7 +24,7 @@ from typing import Any, assert_never
 
 from agent_cli import __version__
 from agent_cli import events as ev
-from agent_cli.approval import ApprovalRequest
+from agent_cli.calls import Call, call_of
 from agent_cli.errors import LogError
 from agent_cli.html_text import markdown, text
 from agent_cli.safe_text import one_line
@@ -353,13 +353,8 @@ class HtmlView:
             mark = "✓" if event.decision == "approved" else "✗"
             return (f'<div class="decision {cls}">{mark} {text(event.name)}: '
                     f"{text(event.decision)} by {text(event.by)}{text(reason)}</div>")
-        proposed = self.proposed.get(event.id)
-        args = event.args if event.args is not None else (
-            proposed if isinstance(proposed, dict) else {})
-        request = ApprovalRequest(call_id=event.id, name=event.name, effect=event.effect,
-                                  args=args, args_hash=event.args_hash, preview=event.preview,
-                                  source=self.sources.get(event.name, ""),
-                                  extra=dict(event.panel_extra))
+        request = call_of(event, self.proposed.get(event.id), self.sources.get(event.name, ""),
+                          ordered=False)
         answer = "y" if event.decision == "approved" else \
             "n" + (f" {event.reason}" if event.reason else "")
         cls = "approved" if event.decision == "approved" else "denied"
@@ -415,7 +410,7 @@ class HtmlView:
         return head + "\n".join(p for p in self.parts if p) + foot
 
 
-def panel_html(request: ApprovalRequest) -> str:
+def panel_html(request: Call) -> str:
     """The approval panel as the terminal showed it: title with the call id, tool, effect,
     source, extra rows, every argument in full, the preview diff, and the same warnings."""
     from agent_cli.ui.panel import hidden_summary, lookalike_summary
@@ -425,7 +420,7 @@ def panel_html(request: ApprovalRequest) -> str:
             ("effect", f'<span class="{effect_cls}">{text(request.effect)}</span>')]
     if request.source:
         rows.append(("from", f'<span class="dim">{text(request.source)}</span>'))
-    for key, value in request.extra.items():
+    for key, value in request.panel_extra.items():
         rows.append((key, f"<i>{text(value)}</i>"))
     if not request.args:
         rows.append(("arguments", '<span class="dim">(none)</span>'))
@@ -438,7 +433,7 @@ def panel_html(request: ApprovalRequest) -> str:
     for note in (hidden_summary(request), lookalike_summary(request)):
         if note:
             body += f'<div class="warn">⚠ {text(note)}</div>'
-    title = f"Approve call {one_line(request.call_id, 60)}"
+    title = f"Approve call {one_line(request.id, 60)}"
     return f'<div class="panel"><div class="title">{text(title)}</div>{body}</div>'
 
 

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent_cli import events as ev
-from agent_cli.approval import ApprovalRequest, Approved, Approver, Decision
+from agent_cli.approval import Approver
+from agent_cli.calls import Approved, Call, Decision
 from agent_cli.errors import LogError
 from agent_cli.safe_text import one_line
 from agent_cli.session_log import BadLine, read_events
@@ -41,11 +42,11 @@ class ReuseApprovals:
         self.inner = inner
         self._left: Counter[ApprovalKey] = Counter(approved)
 
-    def decide(self, request: ApprovalRequest) -> Decision:
-        key = (request.call_id, request.name, request.args_hash, canonical_json(request.args))
+    def decide(self, request: Call) -> Decision:
+        key = (request.id, request.name, request.args_hash, canonical_json(request.args))
         if self._left[key] > 0:
             self._left[key] -= 1
-            return Approved(request.call_id, request.args_hash, by="recording")
+            return Approved(request.id, request.args_hash, by="recording")
         return self.inner.decide(request)
 
 

@@ -1,9 +1,9 @@
 """Rebuild a conversation from its session log, to resume it (`chat --resume LOG`, `--continue`).
 
 Streams the log through session_log's reader, following `continues` back to the first log. Every
-tool_use gets exactly one tool_result; a call that was running when the session died is answered
-INTERRUPTED and never run again. Also where saved sessions live (`sessions_dir`), which `log list`
-(replay.py) shares.
+tool_use gets exactly one tool_result (conversation.close_dangling); a call that was running when
+the session died is answered INTERRUPTED and never run again. Also where saved sessions live
+(`sessions_dir`), which `log list` (replay.py) shares.
 """
 
 from __future__ import annotations
@@ -13,21 +13,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent_cli import events as ev
+from agent_cli.conversation import (
+    INTERRUPTED,
+    ToolResultBlock,
+    add_user_text,
+    close_dangling,
+    tool_result,
+    tool_uses,
+)
 from agent_cli.errors import LogError
-from agent_cli.loop import add_user_text
 from agent_cli.session_log import BadLine, read_events
 
 if TYPE_CHECKING:
     from agent_cli.config import Settings
-
-INTERRUPTED = "interrupted; outcome unknown"
-"""The result a resumed conversation gives a call that was running when the session died."""
-
-
-def _use_id(use: dict[str, Any], index: int) -> str:
-    value = use.get("id")
-    return value if isinstance(value, str) and value else f"toolu_missing_{index}"
-
 
 @dataclass
 class Rebuilt:
@@ -45,24 +43,18 @@ def rebuild(path: Path, _chain: frozenset[Path] = frozenset()) -> Rebuilt:
         raise LogError(f"{path} is part of a loop of logs that continue each other; resume "
                        "from another log.")
     out = Rebuilt()
-    pending: list[dict[str, Any]] | None = None
-    results: dict[str, dict[str, Any]] = {}
+    pending = False
+    """The last message is a model reply whose calls are not answered yet."""
+    results: dict[str, ToolResultBlock] = {}
 
     def flush() -> None:
         nonlocal pending
-        if pending is None:
+        if not pending:
             return
-        blocks: list[dict[str, Any]] = []
-        for i, use in enumerate(pending):
-            call_id = _use_id(use, i)
-            block = results.pop(call_id, None)
-            if block is None:
-                block = {"type": "tool_result", "tool_use_id": call_id, "content": INTERRUPTED,
-                         "is_error": True}
+        for _use, call_id, found in close_dangling(out.history, INTERRUPTED, results):
+            if found is None:
                 out.interrupted.append(call_id)
-            blocks.append(block)
-        out.history.append({"role": "user", "content": blocks})
-        pending = None
+        pending = False
         results.clear()
 
     for lineno, item in read_events(path):
@@ -88,14 +80,9 @@ def rebuild(path: Path, _chain: frozenset[Path] = frozenset()) -> Rebuilt:
         elif isinstance(item, ev.ModelReply):
             flush()
             out.history.append({"role": "assistant", "content": item.content})
-            uses = [b for b in item.content if b.get("type") == "tool_use"]
-            pending = uses or None
-        elif isinstance(item, ev.ToolResultEvent) and pending is not None:
-            block: dict[str, Any] = {"type": "tool_result", "tool_use_id": item.id,
-                                     "content": item.content}
-            if item.is_error:
-                block["is_error"] = True
-            results[item.id] = block
+            pending = bool(tool_uses(item.content))
+        elif isinstance(item, ev.ToolResultEvent) and pending:
+            results[item.id] = tool_result(item.id, item.content, item.is_error)
         elif isinstance(item, ev.Notice) and item.kind == "clear":
             flush()
             out.history = []
@@ -108,10 +95,6 @@ def _is_path_of(recorded: str, real: Path) -> bool:
         return Path(recorded).expanduser().resolve() == real
     except (OSError, ValueError, RuntimeError):
         return False  # not a usable path: reading it fails with a sentence, as a missing log
-
-
-def history_from_log(path: Path) -> list[dict[str, Any]]:
-    return rebuild(path).history
 
 
 def resume_notes(path: Path) -> tuple[list[dict[str, Any]], list[str]]:

@@ -14,7 +14,7 @@ from agent_cli import __version__
 from agent_cli import events as ev
 from agent_cli.approval import Approver, Gate
 from agent_cli.config import Settings
-from agent_cli.context import ContextBudget
+from agent_cli.context import CompactResult, ContextBudget
 from agent_cli.errors import UsageError
 from agent_cli.loop import Limits, Loop, RequestHook, TurnResult
 from agent_cli.providers.base import Provider
@@ -347,6 +347,18 @@ class Session:
 
     def send(self, text: str) -> TurnResult:
         return self.loop.run_turn(self.history, text)
+
+    def settle_interrupted_turn(self, answered: Iterable[str] = ()) -> None:
+        """After a Ctrl-C that escaped `send`: every call still waiting gets its result and the
+        interrupt is logged (Loop.settle_interrupted); `answered` ids are already logged."""
+        self.loop.settle_interrupted(self.history, answered)
+
+    def compact(self) -> CompactResult:
+        """`/compact`: the conversation becomes a model-written summary (context.compact)."""
+        from agent_cli.context import compact
+
+        return compact(self.history, self.provider, self.emit, budget=self.budget,
+                       max_tokens=self.loop.limits.max_tokens)
 
     def clear(self) -> None:
         self.history.clear()

@@ -116,11 +116,11 @@ def view_cpu(text: str, delta: int) -> tuple[float, float]:
 
 def panel_cpu(value: str) -> tuple[float, int]:
     """CPU seconds to build and print the approval panel for a write_file call holding `value`."""
-    from agent_cli.approval import ApprovalRequest
+    from agent_cli.calls import Call
     from agent_cli.ui.panel import approval_panel
 
     con = console()
-    request = ApprovalRequest(call_id="toolu_bench", name="write_file", effect="write",
+    request = Call(id="toolu_bench", name="write_file", effect="write",
                               args={"path": "notes/big.md", "content": value},
                               args_hash="0" * 64, preview=None, description="Write a file.",
                               source="tools.d/write_file.py")

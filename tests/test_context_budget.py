@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict
 from agent_cli import events as ev
 from agent_cli.approval import ScriptedApprover
 from agent_cli.config import Settings
-from agent_cli.context import ContextBudget, compact, json_size, transcript
+from agent_cli.context import ContextBudget, json_size, transcript
 from agent_cli.providers.base import ModelRequest
 from agent_cli.providers.scripted import FunctionProvider, ScriptedProvider
 from agent_cli.session import Session, load_registry, make_provider
@@ -273,7 +273,7 @@ def test_compact_keeps_a_pending_pair_whole_and_the_api_accepts_it(
                           log_path=tmp_path / "s.jsonl")
         assert session.send("read a.txt").reason == "error"
 
-        result = compact(session)
+        result = session.compact()
 
         assert result.ok, result.message
         roles = [(m["role"], [b["type"] for b in m["content"]]) for m in session.history]
@@ -292,7 +292,7 @@ def test_compact_failure_leaves_the_conversation_alone(tmp_path: Path, workspace
     session = session_with(provider, tmp_path, workspace, 400_000, seen)
     session.send("hello")
     before = copy.deepcopy(session.history)
-    result = compact(session)  # the script has no reply left: a ProviderError
+    result = session.compact()  # the script has no reply left: a ProviderError
     assert not result.ok and "unchanged" in result.message
     assert session.history == before
     assert any(isinstance(e, ev.ErrorEvent) for e in seen)

@@ -47,6 +47,7 @@ LAYERS: dict[str, int] = {
     "agent_cli.demo": 1,
     # 2: the engine.
     "agent_cli.loop": 2,
+    "agent_cli.tool_calls": 2,
     "agent_cli.context": 2,
     # 3: the composition root.
     "agent_cli.session": 3,
@@ -76,9 +77,9 @@ def module_name(path: Path) -> str:
 def rank_of(module: str) -> int | None:
     best: tuple[int, int] | None = None
     for prefix, rank in LAYERS.items():
-        if module == prefix or (prefix != "agent_cli" and module.startswith(prefix + ".")):
-            if best is None or len(prefix) > best[0]:
-                best = (len(prefix), rank)
+        placed = module == prefix or (prefix != "agent_cli" and module.startswith(prefix + "."))
+        if placed and (best is None or len(prefix) > best[0]):
+            best = (len(prefix), rank)
     return None if best is None else best[1]
 
 

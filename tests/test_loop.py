@@ -19,7 +19,6 @@ from pydantic import BaseModel, ConfigDict
 
 from agent_cli import events as ev
 from agent_cli.approval import (
-    ApprovalRequest,
     Approved,
     Decision,
     Denied,
@@ -28,9 +27,12 @@ from agent_cli.approval import (
     NonInteractiveApprover,
     ScriptedApprover,
 )
-from agent_cli.loop import Limits, Loop, TurnResult, cap_output
+from agent_cli.calls import Call
+from agent_cli.conversation import NOT_RUN_INTERRUPTED
+from agent_cli.loop import Limits, Loop, TurnResult
 from agent_cli.providers.base import ModelRequest
 from agent_cli.providers.scripted import FunctionProvider, ScriptedProvider
+from agent_cli.tool_calls import cap_output
 from agent_cli.tools.base import Tool, ToolContext, ToolOutput, canonical_json, sha256_json
 from agent_cli.tools.loader import load_tools
 from agent_cli.tools.registry import Registry
@@ -305,7 +307,7 @@ def test_write_calls_ask_once_each_with_exact_args_and_hash(workspace: Path) -> 
     h = Harness(workspace, ScriptedProvider([reply(*calls), done()]), answers=["y", "yes"])
     h.turn()
     seen = h.approver.seen
-    assert [r.call_id for r in seen] == ["w1", "w2"]
+    assert [r.id for r in seen] == ["w1", "w2"]
     assert seen[0].args == {"path": "one.txt", "content": "1\n"}
     assert seen[1].args == {"path": "two.txt", "content": "2", "mode": "w"}  # defaults shown
     for req in seen:
@@ -329,11 +331,11 @@ def test_run_args_are_the_frozen_shown_args(workspace: Path) -> None:
         def __init__(self) -> None:
             self.shown: dict[str, Any] = {}
 
-        def decide(self, request: ApprovalRequest) -> Decision:
+        def decide(self, request: Call) -> Decision:
             self.shown = dict(request.args)
             request.args["content"] = "EVIL"
             request.args["path"] = "evil.txt"
-            return Approved(request.call_id, request.args_hash)
+            return Approved(request.id, request.args_hash)
 
     approver = Scribbler()
     h = Harness(workspace, ScriptedProvider([
@@ -410,7 +412,7 @@ def test_deny_rule_refuses_before_the_approver_is_asked(workspace: Path) -> None
               use("r1", "multiply", {"a": 13, "b": 2})),
         done()]), answers=["y", "y"], rules=rules)
     h.turn()
-    assert [r.call_id for r in h.approver.seen] == ["w2"]
+    assert [r.id for r in h.approver.seen] == ["w2"]
     for cid in ("w1", "r1"):
         approval = next(e for e in h.of_type(ev.Approval) if e.id == cid)
         assert (approval.decision, approval.by) == ("denied", "rule")
@@ -436,13 +438,13 @@ def test_non_interactive_approver_denies_write_calls_by_policy(workspace: Path) 
 
 @pytest.mark.parametrize(
     "decision",
-    [lambda r: Approved("other-id", r.args_hash), lambda r: Approved(r.call_id, "0" * 64)],
+    [lambda r: Approved("other-id", r.args_hash), lambda r: Approved(r.id, "0" * 64)],
 )
 def test_a_yes_for_another_call_or_other_args_is_a_denial(
-    workspace: Path, decision: Callable[[ApprovalRequest], Decision]
+    workspace: Path, decision: Callable[[Call], Decision]
 ) -> None:
     class Odd:
-        def decide(self, request: ApprovalRequest) -> Decision:
+        def decide(self, request: Call) -> Decision:
             return decision(request)
 
     h = Harness(workspace, ScriptedProvider([
@@ -455,12 +457,12 @@ def test_a_yes_for_another_call_or_other_args_is_a_denial(
 
 def test_gate_denial_for_another_id_is_rejected() -> None:
     class Wrong:
-        def decide(self, request: ApprovalRequest) -> Decision:
+        def decide(self, request: Call) -> Decision:
             return Denied("someone-else", "whatever")
 
-    req = ApprovalRequest("c1", "note", "write", {"a": 1}, sha256_json({"a": 1}))
+    req = Call("c1", "note", "write", {"a": 1}, sha256_json({"a": 1}))
     out = Gate(Wrong()).decide(req)
-    assert isinstance(out, Denied) and out.call_id == "c1" and out.by == "policy"
+    assert isinstance(out, Denied) and out.id == "c1" and out.by == "policy"
 
 
 # --------------------------------------------------------------------------- failures and limits
@@ -701,7 +703,7 @@ def test_interrupt_from_a_tool_answers_every_pending_call(workspace: Path) -> No
 
 def test_interrupt_while_asking_for_approval_answers_every_pending_call(workspace: Path) -> None:
     class CtrlC:
-        def decide(self, request: ApprovalRequest) -> Decision:
+        def decide(self, request: Call) -> Decision:
             raise KeyboardInterrupt
 
     calls = [use("c1", "note", {"path": "a.txt", "content": "x"}),
@@ -836,14 +838,17 @@ def test_an_empty_reply_leaves_no_empty_assistant_message(workspace: Path) -> No
 
 
 def test_usage_adds_up_over_the_turn(workspace: Path) -> None:
+    from agent_cli.usage import UsageMeter
+
+    meter = UsageMeter({}, lambda: "m")  # what a session exposes as `session.usage`
     h = Harness(workspace, ScriptedProvider([
         {**reply(use("t1", "multiply", {"a": 1, "b": 1})),
          "usage": {"input_tokens": 10, "output_tokens": 3}},
         {**done(), "usage": {"input_tokens": 20, "output_tokens": 4}},
-    ]))
+    ]), on_event=meter)
     h.turn()
     assert h.of_type(ev.TurnEnd)[-1].usage == {"input_tokens": 30, "output_tokens": 7}
-    assert h.loop.usage == {"input_tokens": 30, "output_tokens": 7}
+    assert meter.total() == {"input_tokens": 30, "output_tokens": 7}
 
 
 @pytest.mark.parametrize(
@@ -871,3 +876,93 @@ def test_a_tool_calling_sys_exit_does_not_end_the_session(workspace: Path) -> No
     assert result.text == "still here"
     res = h.result("t1")
     assert res.is_error and "SystemExit" in res.content
+
+
+# --------------------------------------------------------------------------- one home for closing
+
+
+def test_ctrl_c_in_a_sink_between_calls_keeps_the_real_results(workspace: Path) -> None:
+    """A Ctrl-C while the first call's result is being written: that result stays what it was
+    (in the history and, once, in the log); the calls not reached are answered `not run`."""
+    fired: list[str] = []
+
+    def on_event(event: ev.AnyEvent) -> None:
+        if isinstance(event, ev.ToolResultEvent) and not fired:
+            fired.append(event.id)
+            raise KeyboardInterrupt
+
+    calls = [use("m1", "multiply", {"a": 2, "b": 3}), use("m2", "multiply", {"a": 1, "b": 1})]
+    h = Harness(workspace, ScriptedProvider([reply(*calls), done()]), on_event=on_event)
+    assert h.turn().reason == "interrupted"
+    (msg,) = h.result_messages()
+    blocks = results_of(msg)
+    assert blocks[0] == {"type": "tool_result", "tool_use_id": "m1", "content": "6"}
+    assert blocks[1]["is_error"] and blocks[1]["content"] == NOT_RUN_INTERRUPTED
+    assert [e.id for e in h.of_type(ev.ToolResultEvent)] == ["m1", "m2"]
+    assert [e.id for e in h.of_type(ev.ToolProposed)] == ["m1", "m2"]
+
+
+def test_every_closed_call_is_logged_once_even_when_ctrl_c_hits_the_log(workspace: Path) -> None:
+    fired: list[str] = []
+
+    def on_event(event: ev.AnyEvent) -> None:
+        if isinstance(event, ev.ToolResultEvent) and not fired:
+            fired.append(event.id)
+            raise KeyboardInterrupt
+
+    cut = reply(use("a", "multiply", {"a": 1, "b": 1}), use("b", "note", {"path": "x"}),
+                stop="max_tokens")
+    h = Harness(workspace, ScriptedProvider([cut, done()]), on_event=on_event)
+    assert h.turn().reason == "interrupted"
+    assert [e.id for e in h.of_type(ev.ToolResultEvent)] == ["a", "b"]
+    (msg,) = h.result_messages()
+    assert [b["content"] for b in results_of(msg)] == [h.result("a").content] * 2
+
+
+def test_settling_an_escaped_interrupt_is_the_loops_job(workspace: Path) -> None:
+    """The REPL asks the loop; every call still waiting is proposed and answered, once."""
+    h = Harness(workspace, ScriptedProvider([done()]))
+    h.history[:] = [
+        {"role": "user", "content": [{"type": "text", "text": "go"}]},
+        {"role": "assistant", "content": [use("t1", "multiply", {"a": 1, "b": 1}),
+                                          use("t2", "note", {"path": "p", "content": "c"})]},
+    ]
+    h.loop.settle_interrupted(h.history, answered={"t1"})
+    assert_history_valid(h.history)
+    assert [b["content"] for b in results_of(h.history[-1])] == [NOT_RUN_INTERRUPTED] * 2
+    assert [e.id for e in h.of_type(ev.ToolProposed)] == ["t2"]
+    assert [e.id for e in h.of_type(ev.ToolResultEvent)] == ["t2"]
+    assert [e.type for e in h.logged()][-2:] == ["interrupt", "turn_end"]
+
+
+def test_a_tool_without_a_pydantic_model_is_called_like_any_other(workspace: Path) -> None:
+    """One validation entry point (Tool.validate): the loop does not ask which kind of tool it
+    holds, so a raw-validator tool's preview gets its arguments too, and its arguments are
+    checked against the shown hash before it runs."""
+    seen: dict[str, Any] = {}
+
+    def check(raw: dict[str, Any]) -> dict[str, Any]:
+        if set(raw) != {"q"}:
+            raise ValueError("- only q")
+        return raw
+
+    def preview(args: Any, ctx: ToolContext) -> str:
+        seen["preview"] = args
+        args["q"] = "EVIL"  # its own copy: the call that runs is the one shown
+        return "would ask"
+
+    def run(args: Any, ctx: ToolContext) -> str:
+        seen["run"] = dict(args)
+        return "ok"
+
+    schema = {"type": "object", "properties": {"q": {"type": "string"}},
+              "additionalProperties": False}
+    h = Harness(workspace, ScriptedProvider([reply(use("r1", "remote", {"q": "x"})), done()]),
+                answers=["y"])
+    h.registry.add(Tool("remote", "Remote.", BaseModel, run, input_schema=schema,
+                        validate_raw=check, preview=preview))
+    h.turn()
+    assert seen == {"preview": {"q": "EVIL"}, "run": {"q": "x"}}
+    [approval] = h.of_type(ev.Approval)
+    assert approval.preview == "would ask" and approval.args == {"q": "x"}
+    assert h.result("r1").content == "ok"

@@ -40,10 +40,10 @@ from pydantic import BaseModel
 from agent_cli import events as ev
 from agent_cli.approval import DenyRule, ScriptedApprover
 from agent_cli.config import Settings
-from agent_cli.loop import REPEAT_NOTE_AFTER, Limits
 from agent_cli.providers.scripted import ScriptedProvider
 from agent_cli.session import Session
 from agent_cli.session_log import read_events, verify
+from agent_cli.tool_calls import REPEAT_NOTE_AFTER, Limits
 from agent_cli.tools.base import Tool, ToolContext
 from agent_cli.tools.loader import load_tools
 
@@ -466,7 +466,7 @@ def check_call(sc: Scenario, run: Run, tally: Tally, planned: Planned, call_id: 
         answer = sc.answers[k] if k < len(sc.answers) else None
         assert k < len(run.seen_by_approver), "a write call was decided without the approver"
         request = run.seen_by_approver[k]
-        assert request.call_id == call_id and request.name == name and request.args == args
+        assert request.id == call_id and request.name == name and request.args == args
         assert request.args_hash == decision.args_hash
         should_run = approves(answer)
         tally.reply_denials += 0 if should_run else 1

@@ -237,9 +237,9 @@ def test_untrusted_server_read_only_tool_asks_first(workspace: Path, marker: str
         panel = run.approver.seen[0]
         assert panel.effect == "write"
         assert panel.source == "mcp:time"
-        assert "untrusted" in panel.extra["server"]
-        assert panel.extra["server says"].startswith("read-only")
-        assert panel.extra["server says"].endswith("(unverified)")
+        assert "untrusted" in panel.panel_extra["server"]
+        assert panel.panel_extra["server says"].startswith("read-only")
+        assert panel.panel_extra["server says"].endswith("(unverified)")
         assert panel.args == {"timezone": "UTC"}
         res = run.results()
         assert res["t1"].is_error and "denied" in res["t1"].content and "not now" in res[
@@ -265,8 +265,8 @@ def test_git_reset_denied_then_approved(workspace: Path, marker: str, repo: Path
         assert staged(repo) == ["a.txt"]  # nothing ran
         panel = run.approver.seen[0]
         assert panel.name == "git__git_reset" and panel.effect == "write"
-        assert "destructive" in panel.extra["server says"]
-        assert "not destructive" not in panel.extra["server says"]
+        assert "destructive" in panel.panel_extra["server says"]
+        assert "not destructive" not in panel.panel_extra["server says"]
 
         run.send("ok, do it")
         approved = run.results()["r2"]
@@ -613,7 +613,7 @@ def test_timeouts_and_is_error_results_become_error_results(workspace: Path, mar
         assert not res["s3"].is_error and res["s3"].content == "rested"  # still usable
         where = Path(res["s4"].content)  # cwd defaults to a neutral empty folder
         assert where != workspace.resolve() and workspace.resolve() not in where.parents
-        assert [r.extra["server says"].split(",")[0] for r in run.approver.seen] == [
+        assert [r.panel_extra["server says"].split(",")[0] for r in run.approver.seen] == [
             "may change things (default)"] * 4
     finally:
         run.close()

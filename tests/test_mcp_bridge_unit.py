@@ -154,7 +154,7 @@ def test_structured_copy_of_a_text_block_is_not_repeated_and_the_cut_is_true() -
     """The filesystem server answers {"content": TEXT} beside TEXT; the memory server
     {"entities": [...]} beside their JSON. The model gets the text once, so a cap keeps the
     file's real end."""
-    from agent_cli.loop import cap_output
+    from agent_cli.tool_calls import cap_output
 
     body = "".join(f"line {i} \"quoted\"\n" for i in range(12_000))
     r = mt.CallToolResult(content=[mt.TextContent(text=body)],
@@ -287,8 +287,8 @@ def test_panel_lines_show_server_and_claims(tmp_path: Path) -> None:
         annotations=mt.ToolAnnotations(destructive_hint=True))])
     tool = entries["s__wipe"].tool
     assert tool is not None and tool.effect == "write"  # trusted, but no readOnlyHint
-    assert tool.extra_panel["server"].startswith("s (trusted")
-    assert tool.extra_panel["server says"] == (
+    assert tool.panel_extra["server"].startswith("s (trusted")
+    assert tool.panel_extra["server says"] == (
         "may change things (default), destructive, not idempotent (default), "
         "open world (default) (unverified)")
 

@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from agent_cli import events as ev
-from agent_cli.approval import ApprovalRequest, Decision, Gate, ScriptedApprover
+from agent_cli.approval import Decision, Gate, ScriptedApprover
+from agent_cli.calls import Call
 from agent_cli.errors import PathRefused
 from agent_cli.loop import Loop
 from agent_cli.providers.scripted import ScriptedProvider
@@ -319,7 +320,7 @@ def test_loop_binds_the_approval_to_the_previewed_file(workspace: Path) -> None:
         def __init__(self) -> None:
             self.previews: list[str | None] = []
 
-        def decide(self, request: ApprovalRequest) -> Decision:
+        def decide(self, request: Call) -> Decision:
             self.previews.append(request.preview)
             (workspace / "notes.txt").write_text(f"their edit {len(self.previews)}\n")
             return ScriptedApprover(["y"]).decide(request)
@@ -343,7 +344,7 @@ def test_loop_refuses_a_folder_swapped_for_a_link_during_the_panel(tmp_path: Pat
     (workspace / "sub").mkdir()
     before = protected(tmp_path)
 
-    def swap_then_yes(request: ApprovalRequest) -> Decision:
+    def swap_then_yes(request: Call) -> Decision:
         (workspace / "sub").rmdir()
         os.symlink(outside, workspace / "sub")
         return ScriptedApprover(["y"]).decide(request)

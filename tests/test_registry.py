@@ -147,8 +147,8 @@ def test_the_validated_model_is_what_runs() -> None:
     got: list[Any] = []
     reg = Registry([Tool("t", "T.", Args, lambda a, c: got.append(a) or "ok", effect="read")])
     call = reg.validate("c", "t", {"n": 3})
-    assert isinstance(call.args, BaseModel)
-    assert call.args.model_dump(mode="json") == call.shown_args() == {"n": 3, "label": "none"}
+    assert isinstance(call.value, BaseModel)
+    assert call.value.model_dump(mode="json") == call.shown_args() == {"n": 3, "label": "none"}
     assert canonical_json(call.shown_args()) == call.args_json
 
 

@@ -15,7 +15,8 @@ import pytest
 from rich.console import Console
 
 from agent_cli import events as ev
-from agent_cli.approval import ApprovalRequest, Gate
+from agent_cli.approval import Gate
+from agent_cli.calls import Call
 from agent_cli.loop import Loop
 from agent_cli.providers.scripted import ScriptedProvider
 from agent_cli.tools.base import sha256_json
@@ -41,7 +42,7 @@ def console() -> tuple[Console, io.StringIO]:
                    record=True), buf
 
 
-def render_panel(request: ApprovalRequest) -> tuple[str, str]:
+def render_panel(request: Call) -> tuple[str, str]:
     """(raw terminal bytes, plain text) of the panel."""
     c, buf = console()
     c.print(approval_panel(request))
@@ -49,8 +50,8 @@ def render_panel(request: ApprovalRequest) -> tuple[str, str]:
 
 
 def request(args: dict[str, Any], *, name: str = "write_file", effect: str = "write",
-            preview: str | None = None) -> ApprovalRequest:
-    return ApprovalRequest(call_id="toolu_test", name=name, effect=effect, args=args,
+            preview: str | None = None) -> Call:
+    return Call(id="toolu_test", name=name, effect=effect, args=args,
                            args_hash=sha256_json(args), preview=preview)
 
 
@@ -135,7 +136,7 @@ def test_all_hostile_values_at_once_keep_the_terminal_safe() -> None:
 
 
 def test_hostile_tool_name_and_call_id_are_escaped() -> None:
-    req = ApprovalRequest(call_id="toolu_\x1b]0;pwned\x07\u202e1", name="evil\x1b]0;title\x07",
+    req = Call(id="toolu_\x1b]0;pwned\x07\u202e1", name="evil\x1b]0;title\x07",
                           effect="write", args={}, args_hash=sha256_json({}))
     raw, plain = render_panel(req)
     assert_only_sgr(raw)
@@ -333,11 +334,11 @@ CANONICAL_CREATE = """\
 """
 
 
-def _create_request() -> ApprovalRequest:
+def _create_request() -> Call:
     args = {"content": "hello\nworld\n", "path": "notes.txt"}
     preview = ("CREATE new file notes.txt (12 bytes)\n--- /dev/null\n+++ b/notes.txt\n"
                "@@ -0,0 +1,2 @@\n+hello\n+world\n")
-    return ApprovalRequest(call_id="toolu_1", name="write_file", effect="write", args=args,
+    return Call(id="toolu_1", name="write_file", effect="write", args=args,
                            args_hash=sha256_json(args), preview=preview,
                            arg_order=("path", "content"))
 

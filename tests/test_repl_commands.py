@@ -234,7 +234,7 @@ def test_settling_an_interrupted_turn_answers_every_pending_call(
             {"type": "tool_use", "id": "t1", "name": "read_file", "input": {"path": "a"}},
             {"type": "tool_use", "id": "t2", "name": "write_file", "input": {}}]},
     ]
-    repl.settle_interrupted_turn(r.session, answered={"t1"})
+    r.session.settle_interrupted_turn(answered={"t1"})
     last = r.session.history[-1]
     assert last["role"] == "user"
     assert [b["tool_use_id"] for b in last["content"]] == ["t1", "t2"]

@@ -22,7 +22,8 @@ from typer.testing import CliRunner
 
 from agent_cli import replay as rp
 from agent_cli import rerun as rr
-from agent_cli.approval import ApprovalRequest, Approved, DenyRule, ScriptedApprover
+from agent_cli.approval import Approved, DenyRule, ScriptedApprover
+from agent_cli.calls import Call
 from agent_cli.cli.app import app
 from agent_cli.config import Settings
 from agent_cli.providers.scripted import ScriptedProvider
@@ -230,7 +231,7 @@ def test_recorded_session_reruns_without_drift(tmp_path: Path) -> None:
                       reuse_approvals=True, log_path=tmp_path / "rerun.jsonl")
     assert report.drift == [], report.drift
     assert report.calls == 5
-    assert [r.call_id for r in inner.seen] == ["toolu_04"]
+    assert [r.id for r in inner.seen] == ["toolu_04"]
     assert (ws / "summary.txt").read_text() == "3 lines\n"
     events = [e for _, e in read_events(tmp_path / "rerun.jsonl")]
     by = {e.id: e.by for e in events if e.type == "approval"}
@@ -323,17 +324,17 @@ def test_reuse_approvals_refuses_a_log_that_fails_verification(tmp_path: Path) -
 
 class Recorder:
     def __init__(self) -> None:
-        self.asked: list[ApprovalRequest] = []
+        self.asked: list[Call] = []
 
-    def decide(self, request: ApprovalRequest) -> Any:
+    def decide(self, request: Call) -> Any:
         self.asked.append(request)
         from agent_cli.approval import Denied
 
-        return Denied(request.call_id, "asked")
+        return Denied(request.id, "asked")
 
 
-def _request(call_id: str, name: str, args: dict[str, Any]) -> ApprovalRequest:
-    return ApprovalRequest(call_id=call_id, name=name, effect="write", args=args,
+def _request(call_id: str, name: str, args: dict[str, Any]) -> Call:
+    return Call(id=call_id, name=name, effect="write", args=args,
                            args_hash=sha256_json(args))
 
 
@@ -347,7 +348,7 @@ def test_reuse_approvals_approves_only_byte_identical_calls() -> None:
         _request("toolu_1", "write_file", {"path": "a.txt", "content": "x", "mode": 1}),
         _request("toolu_1", "edit_file", args),
         _request("toolu_2", "write_file", args),
-        ApprovalRequest(call_id="toolu_1", name="write_file", effect="write", args=args,
+        Call(id="toolu_1", name="write_file", effect="write", args=args,
                         args_hash="0" * 64),
     ]
     for req in others:

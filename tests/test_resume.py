@@ -61,7 +61,7 @@ def test_rebuilt_history_equals_the_live_history(workspace: Path, tmp_path: Path
     s.send("second")
     s.send("third: the script is exhausted")  # a provider error ends this turn
     s.close()
-    assert rs.history_from_log(log) == s.history
+    assert rs.rebuild(log).history == s.history
     assert "zeroth" not in json.dumps(s.history)
 
 
@@ -131,7 +131,7 @@ def test_resume_writes_a_new_log_that_names_the_old_one(workspace: Path, tmp_pat
                                input="and now?\n", env={"ANTHROPIC_API_KEY": "sk-test"})
         assert result.exit_code == 0, result.output
         sent = strip_cache_control(fake.requests[0].body["messages"])
-    assert sent[:-1] == rs.history_from_log(old)
+    assert sent[:-1] == rs.rebuild(old).history
     assert sent[-1] == {"role": "user", "content": [{"type": "text", "text": "and now?"}]}
     assert "carrying on" in result.output
     [new] = (Path(os.environ["AGENT_CLI_HOME"]) / "sessions").glob("*.jsonl")
@@ -141,7 +141,7 @@ def test_resume_writes_a_new_log_that_names_the_old_one(workspace: Path, tmp_pat
     assert any(isinstance(e, ev.Notice) and e.kind == "resume" for e in events)
     # resuming the new log follows `continues` back: the whole conversation
     reply = {"role": "assistant", "content": [{"type": "text", "text": "carrying on"}]}
-    assert rs.history_from_log(new) == [*sent, reply]
+    assert rs.rebuild(new).history == [*sent, reply]
     assert verify(new).ok
 
 
@@ -262,7 +262,7 @@ def test_sigkill_during_an_approved_call_then_resume(workspace: Path, tmp_path: 
     [new] = (Path(os.environ["AGENT_CLI_HOME"]) / "sessions").glob("*.jsonl")
     start = next(e for _, e in read_events(new))
     assert isinstance(start, ev.SessionStart) and start.continues == str(log.resolve())
-    history = rs.history_from_log(new)
+    history = rs.rebuild(new).history
     results = [b for m in history if m["role"] == "user" for b in m["content"]
                if b.get("type") == "tool_result"]
     assert results == [{"type": "tool_result", "tool_use_id": "toolu_slow",

@@ -30,6 +30,7 @@ from agent_cli.cli.common import (
     open_session,
     with_common,
 )
+from agent_cli.conversation import has_tool_use
 from agent_cli.errors import UsageError
 
 if TYPE_CHECKING:
@@ -90,7 +91,7 @@ def without_text(sink: Sink) -> Sink:
             held.append(event)
             return
         if isinstance(event, ev.ModelReply):
-            if any(b.get("type") == "tool_use" for b in event.content):
+            if has_tool_use(event.content):
                 for delta in held:
                     sink(delta)
             held.clear()

@@ -81,6 +81,7 @@ def recap(history: list[dict[str, Any]], turns: int = RECAP_TURNS) -> Renderable
     from rich.console import Group
     from rich.text import Text
 
+    from agent_cli.conversation import tool_uses
     from agent_cli.safe_text import one_line
     from agent_cli.ui.safe_rich import safe
 
@@ -91,8 +92,7 @@ def recap(history: list[dict[str, Any]], turns: int = RECAP_TURNS) -> Renderable
             content if isinstance(content, list) else []
         texts = [str(b.get("text", "")) for b in blocks
                  if isinstance(b, dict) and b.get("type") == "text" and b.get("text")]
-        calls = [str(b.get("name")) for b in blocks
-                 if isinstance(b, dict) and b.get("type") == "tool_use"]
+        calls = [str(b.get("name")) for b in tool_uses(blocks)]
         if message.get("role") == "user" and texts:
             exchanges.append(("you", " ".join(texts)))
         elif message.get("role") == "assistant":

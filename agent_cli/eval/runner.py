@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agent_cli.approval import ApprovalRequest, Approved, Decision, Denied, parse_answer
+from agent_cli.approval import parse_answer
+from agent_cli.calls import Approved, Call, Decision, Denied
 from agent_cli.eval.checks import TrialRecord, judge
 from agent_cli.eval.tasks import Task
 from agent_cli.tools.registry import Registry
@@ -68,26 +69,26 @@ class EvalApprover:
         self.made: dict[str, str] = {}
         """call id -> the reason recorded with the decision."""
 
-    def decide(self, request: ApprovalRequest) -> Decision:
+    def decide(self, request: Call) -> Decision:
         where = f"eval task {self.task.id}"
         if self.queue is None:
             ok = self.task.answers == "all"
             reason = f"{where}: answers = \"{self.task.answers}\""
-            self.made[request.call_id] = reason
+            self.made[request.id] = reason
             if ok:
-                return Approved(request.call_id, request.args_hash, by="policy")
-            return Denied(request.call_id, reason, by="policy")
+                return Approved(request.id, request.args_hash, by="policy")
+            return Denied(request.id, reason, by="policy")
         if not self.queue:
             reason = f"{where}: no answer left in the task's list, so the call is denied"
-            self.made[request.call_id] = reason
-            return Denied(request.call_id, reason, by="policy")
+            self.made[request.id] = reason
+            return Denied(request.id, reason, by="policy")
         typed = self.queue.pop(0)
         ok, why = parse_answer(typed)
         reason = f"{where}: answered {typed!r}" + (f" ({why})" if why else "")
-        self.made[request.call_id] = reason
+        self.made[request.id] = reason
         if ok:
-            return Approved(request.call_id, request.args_hash, by="policy")
-        return Denied(request.call_id, reason, by="policy")
+            return Approved(request.id, request.args_hash, by="policy")
+        return Denied(request.id, reason, by="policy")
 
 
 class TaskTagger:

@@ -11,14 +11,24 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from agent_cli.conversation import ToolUseBlock, tool_uses
+
 
 @dataclass
 class ModelRequest:
+    """One request as the loop means it; each provider sends it in its own wire format."""
+
     messages: list[dict[str, Any]]
+    """The conversation in the Messages API shape (agent_cli/conversation.py), as prepared for
+    sending (a context budget may have stubbed old results): never the history itself to edit."""
     tools: list[dict[str, Any]]
+    """Tool definitions in the Messages API shape (Tool.spec)."""
     system: str | None = None
+    """The system prompt."""
     max_tokens: int = 4096
+    """Output tokens the reply may use."""
     model: str = ""
+    """The model name to ask."""
     tool_choice: str = "auto"
     """auto | any | none | a tool name; each provider sends it in its own format (and only with
     tools: `none` still sends them, so tool blocks already in the history stay valid)."""
@@ -42,15 +52,24 @@ def openai_tool_choice(choice: str) -> str | dict[str, Any]:
 
 @dataclass
 class ModelResponse:
-    content: list[dict[str, Any]]
-    stop_reason: str | None
-    usage: dict[str, int] = field(default_factory=dict)
-    model: str | None = None
+    """One complete reply, already out of the SDK's classes: plain dicts the loop, the log and
+    replay read alike. A reply that did not finish is never returned (the provider raises)."""
 
-    def tool_uses(self) -> list[dict[str, Any]]:
-        return [b for b in self.content if b.get("type") == "tool_use"]
+    content: list[dict[str, Any]]
+    """Content blocks in the Messages API shape (text, tool_use, ...): untrusted data."""
+    stop_reason: str | None
+    """end_turn, tool_use, max_tokens, refusal, ... (a provider for another API maps to these)."""
+    usage: dict[str, int] = field(default_factory=dict)
+    """The API's integer token counters for this request."""
+    model: str | None = None
+    """The model that answered, as the API named it."""
+
+    def tool_uses(self) -> list[ToolUseBlock]:
+        """The reply's tool calls, in order."""
+        return tool_uses(self.content)
 
     def text(self) -> str:
+        """The reply's text blocks joined: what the user reads as the answer."""
         return "".join(b.get("text", "") for b in self.content if b.get("type") == "text")
 
 
@@ -59,8 +78,15 @@ StatusSink = Callable[[str], None]
 
 
 class Provider(Protocol):
+    """A model behind one wire format (providers/anthropic.py, openai_compat.py, scripted.py).
+    The loop depends only on this: streaming text out, one ModelResponse back, a ProviderError
+    with a sentence for every failure. Swapping the provider is how tests, replay's rerun and
+    eval drive the same loop without a network."""
+
     name: str
+    """`anthropic`, `openai` or `scripted`: recorded in session_start."""
     model: str
+    """The model asked (the REPL's /model changes it)."""
 
     def complete(
         self, request: ModelRequest, on_text: TextSink, on_status: StatusSink

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from agent_cli import __version__
+from agent_cli.conversation import tool_uses
 from agent_cli.errors import ProviderError
 from agent_cli.providers.base import (
     ModelRequest,
@@ -154,8 +155,7 @@ def to_openai_messages(messages: list[dict[str, Any]], system: str | None) -> li
                         "arguments": json.dumps(b.get("input", {}), ensure_ascii=False),
                     },
                 }
-                for b in blocks
-                if b.get("type") == "tool_use"
+                for b in tool_uses(blocks)
             ]
             item: dict[str, Any] = {"role": "assistant", "content": text or (None if calls else "")}
             if calls:

@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from agent_cli.conversation import has_tool_use
 from agent_cli.errors import ScriptExhausted, UsageError
 from agent_cli.providers.base import ModelRequest, ModelResponse, StatusSink, TextSink, usage_of
 
@@ -27,7 +28,7 @@ def response_from_dict(raw: Any, where: str) -> ModelResponse:
     content = [dict(b) for b in raw["content"] if isinstance(b, dict)]
     stop = raw.get("stop_reason")
     if stop is None:
-        stop = "tool_use" if any(b.get("type") == "tool_use" for b in content) else "end_turn"
+        stop = "tool_use" if has_tool_use(content) else "end_turn"
     return ModelResponse(content, stop, usage_of(raw.get("usage")), raw.get("model"))
 
 

@@ -1,11 +1,14 @@
 """The tool contract. A plugin file defines `TOOL = Tool(...)` (or `TOOLS = [...]`).
 
 The arguments model is the one source of truth: it yields the JSON schema sent to the model and
-validates every call (strict, unknown fields rejected).
+validates every call (strict, unknown fields rejected). A tool without a pydantic model (an MCP
+tool) brings its schema and a validator instead; either way `Tool.validate` is the one entry
+point, so the loop and the registry never ask which kind of tool they hold.
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import hmac
 import json
@@ -19,6 +22,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from agent_cli.calls import canonical_json
 from agent_cli.config import default_of
 
 Effect = Literal["read", "write"]
@@ -27,13 +31,21 @@ NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
 @dataclass
 class ToolContext:
-    """What a running tool may use. `cancel` is set on Ctrl-C or timeout: long tools poll it."""
+    """What a running tool may use: handed to `run`, `preview`, `verify` and `snapshot`. Made
+    fresh for each call by the loop, so nothing one call sets can leak into the next."""
 
     workspace: Path
+    """The workspace root: every path argument resolves inside it (tools/paths.py)."""
     timeout_s: float
+    """Seconds the call may take; past it (plus a short grace) the loop stops waiting and says
+    the outcome is unknown. Tools that start processes enforce it themselves."""
     output_cap: int
+    """Characters of the result the model will see (head and tail kept): a tool may stop
+    collecting output past it."""
     cancel: threading.Event = field(default_factory=threading.Event)
+    """Set on Ctrl-C or timeout: long tools poll it and return early."""
     max_read_bytes: int = default_of("max_read_bytes")
+    """The most a reading tool should read of one file."""
     snapshot: Any = None
     """What `Tool.snapshot` captured when the panel was built; the write compares against it."""
     sandbox: Any = None
@@ -51,8 +63,12 @@ class ToolContext:
 
 @dataclass
 class ToolOutput:
+    """What a tool returns when it needs more than a string (a `run` may return a plain str)."""
+
     content: str
+    """The text the model receives as the call's result."""
     is_error: bool = False
+    """Mark the result as a failure (the model sees `is_error`; repeated failures stop a turn)."""
     images: list[dict[str, str]] = field(default_factory=list)
     """Images for the model, each {"media_type": "image/png", "data": BASE64}; sent as image
     blocks beside the text (never pasted into it). `content` should describe them."""
@@ -69,26 +85,65 @@ SnapshotFn = Callable[[Any, ToolContext], Any]
 
 @dataclass
 class Tool:
+    """One tool the model may call (design.md section 3, docs/plugins.md). The hooks receive the
+    validated arguments (an instance of `args`) and a ToolContext; what they return is data the
+    loop shows, logs and sends, never an instruction to it."""
+
     name: str
+    """What the model calls it: `^[a-zA-Z0-9_-]{1,64}$`, unique among the loaded tools."""
     description: str
+    """Written for the model: what the tool does and when to use it."""
     args: type[BaseModel]
+    """The arguments model: its JSON schema is sent to the model and it validates every call
+    (strict; unknown fields are rejected even without `extra="forbid"`)."""
     run: RunFn
+    """Does the work: (args, ctx) -> str | ToolOutput. Raise ToolFailed for a clean error."""
     effect: Effect = "write"
+    """`read` runs without asking; `write` (the default) shows a panel and waits for a yes."""
     preview: PreviewFn | None = None
+    """What the call would change (e.g. a unified diff), shown in the approval panel. It gets
+    its own copy of the arguments: nothing it does changes the call that runs."""
     verify: VerifyFn | None = None
+    """(args, ctx, result) -> None when the effect is confirmed, or a sentence saying what is
+    wrong; also asked after a timeout, with result None."""
     snapshot: SnapshotFn | None = None
+    """Captures what the preview was computed from (ctx.snapshot), so the write can refuse when
+    it changed between the panel and the write."""
     timeout_s: float | None = None
+    """This tool's own timeout; None takes the session's (Limits.tool_timeout_s)."""
     source: str = ""
     """File (or server) the tool came from; filled by the loader."""
     input_schema: dict[str, Any] | None = None
     """Set only for tools whose schema is not a pydantic model (MCP); otherwise derived."""
     validate_raw: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     """Validator for tools without a pydantic model (MCP); raises ValueError with reasons."""
-    extra_panel: dict[str, str] = field(default_factory=dict)
+    panel_extra: dict[str, str] = field(default_factory=dict)
     """Extra lines for the approval panel (e.g. an MCP server's claims)."""
     input_examples: list[dict[str, Any]] = field(default_factory=list)
     """Example inputs that show the model how the tool is called (each must validate). Sent as
     the Messages API's `input_examples`; the OpenAI provider folds them into the description."""
+
+    def validate(self, raw: dict[str, Any]) -> Any:
+        """The one validation entry point: the model's input (a JSON object) -> the value the
+        hooks receive. Raises ValueError with the reasons (pydantic's ValidationError is one)."""
+        if self.validate_raw is not None:
+            return self.validate_raw(raw)
+        return self.args.model_validate_json(json.dumps(raw), strict=True)
+
+    @staticmethod
+    def dump(value: Any) -> dict[str, Any]:
+        """The JSON form of validated arguments: what is shown, hashed and logged."""
+        if isinstance(value, BaseModel):
+            return value.model_dump(mode="json")
+        return dict(value)
+
+    @staticmethod
+    def private_copy(value: Any) -> Any:
+        """A deep copy of validated arguments for a hook (preview, snapshot): whatever it does
+        to its copy, the call that runs is the one that was shown."""
+        if isinstance(value, BaseModel):
+            return value.model_copy(deep=True)
+        return copy.deepcopy(value)
 
     def schema(self) -> dict[str, Any]:
         """The JSON schema sent to the model. Cached per model class (pydantic takes about 0.3 ms
@@ -113,10 +168,6 @@ class Tool:
 @lru_cache(maxsize=1024)
 def _model_schema(model: type[BaseModel]) -> dict[str, Any]:
     return model.model_json_schema()
-
-
-def canonical_json(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def sha256_json(value: Any) -> str:

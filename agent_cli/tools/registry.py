@@ -10,27 +10,13 @@ import json
 import secrets
 import types
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from agent_cli.tools.base import Tool, args_digest, canonical_json
-
-
-@dataclass(frozen=True)
-class ValidCall:
-    """A validated call. `args_json` is the canonical form that is shown, hashed and run."""
-
-    id: str
-    tool: Tool
-    args: BaseModel | None
-    args_json: str
-    args_hash: str
-
-    def shown_args(self) -> dict[str, Any]:
-        value: dict[str, Any] = json.loads(self.args_json)
-        return value
+from agent_cli.approval import path_arg_names
+from agent_cli.calls import Call
+from agent_cli.tools.base import Tool, args_digest
 
 
 def _has_lone_surrogate(value: Any) -> bool:
@@ -49,6 +35,8 @@ def _has_lone_surrogate(value: Any) -> bool:
 
 
 class CallRejected(Exception):
+    """A proposal that cannot become a call; `reason` is what the model is told."""
+
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
@@ -97,6 +85,9 @@ def _json_kind(value: Any) -> str:
 
 
 class Registry:
+    """The tools of a session by name. The loop asks it for the specs it sends and for the
+    validation of every proposal; nothing else turns model output into a call."""
+
     def __init__(self, tools: Iterable[Tool] = ()) -> None:
         self._tools: dict[str, Tool] = {}
         self.args_key: bytes = secrets.token_bytes(32)
@@ -106,6 +97,9 @@ class Registry:
             self.add(t)
 
     def add(self, tool: Tool) -> None:
+        """Offer `tool` to the model. Refuses a second tool of the same name (naming both
+        sources) and input examples the tool's own validation rejects; a pydantic model that
+        allows unknown fields is given one that forbids them."""
         if tool.name in self._tools:
             other = self._tools[tool.name].source or "another plugin"
             raise ValueError(
@@ -124,6 +118,7 @@ class Registry:
         self._tools[tool.name] = tool
 
     def args_hash(self, args: Any) -> str:
+        """The keyed `args_hash` of shown arguments (tools/base.args_digest)."""
         return args_digest(self.args_key, args)
 
     @staticmethod
@@ -131,21 +126,18 @@ class Registry:
         """An example the tool would reject teaches the model a wrong call."""
         if not isinstance(example, dict):
             raise CallRejected("an example must be a JSON object.")
-        if tool.validate_raw is not None:
-            try:
-                tool.validate_raw(example)
-            except ValueError as e:
-                raise CallRejected(str(e)) from None
-            return
         try:
-            tool.args.model_validate_json(json.dumps(example), strict=True)
+            tool.validate(example)
         except ValidationError as e:
             raise CallRejected(format_validation_error(tool.name, e)) from None
+        except ValueError as e:
+            raise CallRejected(str(e)) from None
 
     def remove(self, name: str) -> None:
         self._tools.pop(name, None)
 
     def get(self, name: str) -> Tool | None:
+        """The tool of exactly this name (model output is matched by dictionary lookup only)."""
         return self._tools.get(name) if isinstance(name, str) else None
 
     def names(self) -> list[str]:
@@ -158,11 +150,14 @@ class Registry:
         return len(self._tools)
 
     def specs(self) -> list[dict[str, Any]]:
+        """The tool definitions sent with every request, sorted by name (every request sends
+        them in the same order)."""
         return [t.spec() for t in self]
 
-    def validate(self, call_id: str, name: Any, raw_input: Any) -> ValidCall:
+    def validate(self, call_id: str, name: Any, raw_input: Any, *,
+                 workspace: str = "") -> Call:
         """Turn a proposal into a frozen call, or raise CallRejected with the reason for the
-        model."""
+        model. The call's `args` are the validated arguments in the schema's declared order."""
         tool = self.get(name) if isinstance(name, str) else None
         if tool is None:
             available = ", ".join(self.names()) or "(none)"
@@ -173,21 +168,34 @@ class Registry:
                 f"Invalid arguments for {tool.name}: the input must be a JSON object, "
                 f"got {_json_kind(raw_input)}."
             )
-        if tool.validate_raw is not None:
-            try:
-                data = tool.validate_raw(raw_input)
-            except ValueError as e:
-                raise CallRejected(f"Invalid arguments for {tool.name}:\n{e}") from None
-            args_json = canonical_json(data)
-            return ValidCall(call_id, tool, None, args_json, self.args_hash(data))
         if _has_lone_surrogate(raw_input):
             raise CallRejected(
                 f"Invalid arguments for {tool.name}: a string holds an unpaired UTF-16 "
                 "surrogate (not valid Unicode text); send plain text."
             )
         try:
-            args = tool.args.model_validate_json(json.dumps(raw_input), strict=True)
+            value = tool.validate(raw_input)
         except ValidationError as e:
             raise CallRejected(format_validation_error(tool.name, e)) from None
-        shown = args.model_dump(mode="json")
-        return ValidCall(call_id, tool, args, canonical_json(shown), self.args_hash(shown))
+        except ValueError as e:
+            raise CallRejected(f"Invalid arguments for {tool.name}:\n{e}") from None
+        schema = tool.schema()
+        order = _declared_order(schema)
+        shown = tool.dump(value)
+        return Call(id=call_id, name=tool.name, effect=tool.effect, args=_in_order(shown, order),
+                    args_hash=self.args_hash(shown), description=tool.description,
+                    source=tool.source, panel_extra=dict(tool.panel_extra), arg_order=order,
+                    path_args=path_arg_names(schema), workspace=workspace, tool=tool,
+                    value=value)
+
+
+def _declared_order(schema: dict[str, Any]) -> tuple[str, ...]:
+    """Argument names in the order the tool's schema lists them (pydantic keeps field order)."""
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    return tuple(str(k) for k in props) if isinstance(props, dict) else ()
+
+
+def _in_order(args: dict[str, Any], order: tuple[str, ...]) -> dict[str, Any]:
+    """The same arguments, keyed in the declared order (the log then keeps the panel's order)."""
+    first = {k: args[k] for k in order if k in args}
+    return first | {k: v for k, v in args.items() if k not in first}

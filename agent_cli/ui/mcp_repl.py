@@ -52,8 +52,6 @@ def _send_prompt(session: Session, hub: MCPHub, server: str, name: str,
         text = hub.get_prompt(server, name, args)
     except ValueError as e:
         return safe(str(e), "yellow")
-    from agent_cli.ui.repl import settle_interrupted_turn
-
     answered: set[str] = set()
 
     def note(event: Any) -> None:
@@ -66,7 +64,7 @@ def _send_prompt(session: Session, hub: MCPHub, server: str, name: str,
     try:
         session.send(f"(MCP prompt {server}/{name})\n{text}")
     except KeyboardInterrupt:
-        settle_interrupted_turn(session, answered)
+        session.settle_interrupted_turn(answered)
     finally:
         session.sinks.remove(note)
     return Text("(that turn was the MCP prompt ", style="dim") + safe(f"{server}/{name}", "dim") \

@@ -27,15 +27,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from agent_cli.approval import (
-    ONLY_YES,
-    Answer,
-    ApprovalRequest,
-    Decision,
-    Denied,
-    decision_for,
-    read_answer,
-)
+from agent_cli.approval import ONLY_YES, Answer, decision_for, read_answer
+from agent_cli.calls import Call, Decision, Denied
 from agent_cli.safe_text import is_blank, one_line, scan
 from agent_cli.ui.safe_rich import safe, safe_line
 from agent_cli.ui.terminal import default_input, discard_typeahead
@@ -57,7 +50,7 @@ def _value_text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, indent=2)
 
 
-def ordered_args(request: ApprovalRequest) -> list[tuple[str, Any]]:
+def ordered_args(request: Call) -> list[tuple[str, Any]]:
     """The arguments in the tool's declared order; names it does not declare follow, sorted."""
     declared = [k for k in request.arg_order if k in request.args]
     seen = set(declared)
@@ -173,13 +166,13 @@ def _strings(value: Any) -> list[str]:
     return out
 
 
-def hidden_summary(request: ApprovalRequest) -> str | None:
+def hidden_summary(request: Call) -> str | None:
     """Say when any shown value holds characters that were turned into tokens (or, inside a
     list or object, into JSON escapes such as \\u001b)."""
     texts = _strings(request.args)
-    texts.append(request.call_id)
+    texts.append(request.id)
     texts.append(request.name)
-    texts.extend(_strings(request.extra))
+    texts.extend(_strings(request.panel_extra))
     if request.preview:
         texts.append(request.preview)
     notes: list[str] = []
@@ -187,7 +180,7 @@ def hidden_summary(request: ApprovalRequest) -> str | None:
         f = scan(t)
         if f.any:
             notes.append(f.summary())
-    names = [request.name, request.call_id, *map(str, request.args), *request.extra]
+    names = [request.name, request.id, *map(str, request.args), *request.panel_extra]
     breaks = sum(1 for n in names if "\n" in n or "\t" in n)
     if breaks:
         notes.append(f"{breaks} name{'s' if breaks != 1 else ''} or id{'s' if breaks != 1 else ''}"
@@ -207,7 +200,7 @@ def _foreign(ch: str) -> bool:
     return not ch.isascii() and not unicodedata.name(ch, "").startswith("LATIN ")
 
 
-def lookalike_summary(request: ApprovalRequest) -> str | None:
+def lookalike_summary(request: Call) -> str | None:
     """Name the words that mix ASCII letters with letters of another script: `gіthub` with a
     Cyrillic і reads as github. The value is shown exactly; this says what the eye would miss.
     Words wholly in one script (Russian, Greek text) are left alone."""
@@ -247,7 +240,7 @@ def key_width(total: int) -> int:
 class ApprovalPanel:
     """The panel for one request, laid out for the width it is drawn at."""
 
-    def __init__(self, request: ApprovalRequest) -> None:
+    def __init__(self, request: Call) -> None:
         self.request = request
 
     def _table(self, width: int) -> Table:
@@ -256,8 +249,8 @@ class ApprovalPanel:
         table.add_column(style="bold cyan", max_width=key_width(width), overflow="fold")
         table.add_column(overflow="fold", ratio=1)
         table.add_row("tool", safe(r.name, "bold"))
-        if len(one_line(r.call_id)) > TITLE_ID_MAX:
-            table.add_row("call id", safe(r.call_id))
+        if len(one_line(r.id)) > TITLE_ID_MAX:
+            table.add_row("call id", safe(r.id))
         table.add_row("effect", safe_line(r.effect, 40, "green" if r.effect == "read"
                                           else "bold red"))
         if r.source:
@@ -265,7 +258,7 @@ class ApprovalPanel:
         if r.description and not r.preview:
             about = r.description.strip().split("\n", 1)[0]
             table.add_row("about", safe_line(about, 200, "dim"))
-        for key, value in r.extra.items():
+        for key, value in r.panel_extra.items():
             table.add_row(safe_line(key), safe(value, "italic"))
         if not r.args:
             table.add_row("arguments", Text("(none)", style="dim"))
@@ -289,11 +282,11 @@ class ApprovalPanel:
         lookalikes = lookalike_summary(r)
         if lookalikes:
             parts.append(safe("⚠ " + lookalikes, "bold yellow"))
-        yield Panel(Group(*parts), title=_title(r.call_id), title_align="left",
+        yield Panel(Group(*parts), title=_title(r.id), title_align="left",
                     border_style="yellow", expand=True)
 
 
-def approval_panel(request: ApprovalRequest) -> ApprovalPanel:
+def approval_panel(request: Call) -> ApprovalPanel:
     return ApprovalPanel(request)
 
 
@@ -302,7 +295,7 @@ def approval_panel(request: ApprovalRequest) -> ApprovalPanel:
 _PATH_KEYS = ("path", "file", "file_path", "filename", "target", "dest", "destination")
 
 
-def _target(request: ApprovalRequest) -> str:
+def _target(request: Call) -> str:
     """What the question names: the path, or the command, or the first text argument."""
     args = ordered_args(request)
     for key, value in args:
@@ -319,7 +312,7 @@ def _target(request: ApprovalRequest) -> str:
     return ""
 
 
-def _facts(request: ApprovalRequest) -> list[str]:
+def _facts(request: Call) -> list[str]:
     facts: list[str] = []
     first = (request.preview or "").split("\n", 1)[0]
     for heading in _HEADINGS:
@@ -333,7 +326,7 @@ def _facts(request: ApprovalRequest) -> list[str]:
     return facts
 
 
-def prompt_line(request: ApprovalRequest) -> str:
+def prompt_line(request: Call) -> str:
     """`Run write_file on notes.txt (CREATE, 2,000 lines)? [y/N] `: the call restated, sanitised
     and on one line, so the question says what a yes is for even when the panel scrolled away."""
     facts = _facts(request)
@@ -407,7 +400,7 @@ class TerminalApprover:
                 room = len(lines)
         return True
 
-    def decide(self, request: ApprovalRequest) -> Decision:
+    def decide(self, request: Call) -> Decision:
         if not self._show(approval_panel(request)):
             self.console.print(Text("Denied, and the rest of this reply too (stopped at the "
                                     "panel).", style="red"))
@@ -416,7 +409,7 @@ class TerminalApprover:
             answer = read_answer(self._ask(prompt_line(request)))
         except EOFError:
             self.console.print(Text("Denied (no answer).", style="red"))
-            return Denied(request.call_id, None)
+            return Denied(request.id, None)
         except KeyboardInterrupt:
             answer = Answer("stop")
         if answer.kind == "approve":
@@ -435,10 +428,10 @@ class TerminalApprover:
                                     "model as your reason.", style="red"))
         else:
             self.console.print(Text("Denied.", style="red"))
-        return Denied(request.call_id, reason)
+        return Denied(request.id, reason)
 
 
-def panel_lines(request: ApprovalRequest, width: int) -> int:
+def panel_lines(request: Call, width: int) -> int:
     """Rows the panel takes on a terminal `width` columns wide, counted in cells (a CJK
     character takes two), as Rich lays it out."""
     import io

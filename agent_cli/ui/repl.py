@@ -233,9 +233,7 @@ def cmd_model(session: Session, arg: str) -> RenderableType | None:
 
 def cmd_compact(session: Session, arg: str) -> RenderableType:
     """Replace the conversation by a model-written summary; the log keeps everything."""
-    from agent_cli.context import compact
-
-    result = compact(session)
+    result = session.compact()
     if not result.ok:
         return safe(result.message, "yellow")
     return safe("Summary now in the context:\n" + result.summary, "dim")
@@ -359,30 +357,6 @@ class _ResultIds:
             self.ids.add(event.id)
 
 
-def settle_interrupted_turn(session: Session, answered: set[str]) -> None:
-    """A Ctrl-C that lands between the loop's own checkpoints (say while a reply is rendered)
-    escapes `send`. Answer every tool_use the model is still waiting on, so the next request stays
-    valid and the log says what happened."""
-    history: list[dict[str, Any]] = session.history
-    last = history[-1] if history else None
-    if last is not None and last.get("role") == "assistant" and isinstance(last.get("content"),
-                                                                           list):
-        uses = [b for b in last["content"] if isinstance(b, dict) and b.get("type") == "tool_use"]
-        results: list[dict[str, Any]] = []
-        for i, use in enumerate(uses):
-            call_id = str(use.get("id") or f"toolu_missing_{i}")
-            why = "not run: the user interrupted the turn before this call"
-            if call_id not in answered:
-                session.emit(ev.ToolResultEvent(id=call_id, name=str(use.get("name")),
-                                                is_error=True, content=why))
-            results.append({"type": "tool_result", "tool_use_id": call_id, "content": why,
-                            "is_error": True})
-        if results:
-            history.append({"role": "user", "content": results})
-    session.emit(ev.Interrupt(during="turn"))
-    session.emit(ev.TurnEnd(reason="interrupted", message="Interrupted; back at the prompt."))
-
-
 def banner(session: Session) -> Text:
     return Text.assemble(("agent-cli", "bold"), " · ",
                          safe(f"{session.provider.name}:{session.provider.model}"),
@@ -434,7 +408,7 @@ def run_repl(session: Session, console: Console, read: Callable[[], str], *,
         except KeyboardInterrupt:
             if view is not None:
                 view.stop()
-            settle_interrupted_turn(session, answered.ids)
+            session.settle_interrupted_turn(answered.ids)
         except AgentError as e:
             reason = "error"
             console.print(safe(str(e), "bold red"))

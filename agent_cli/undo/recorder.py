@@ -19,8 +19,8 @@ from agent_cli.undo.snapshot import MB, Limits, Snapshot, Snapshotter, diff
 from agent_cli.undo.store import Store
 
 if TYPE_CHECKING:
+    from agent_cli.calls import Call
     from agent_cli.config import Settings
-    from agent_cli.tools.registry import ValidCall
 
 FILE_TOOLS = frozenset({"write_file", "edit_file"})
 OUTSIDE_NOTE = "effects outside the workspace cannot be undone (the sandbox is off)"
@@ -71,13 +71,13 @@ class WorkspaceRecorder:
 
     # -- scope -------------------------------------------------------------------------------
 
-    def _scope(self, call: ValidCall) -> tuple[str, list[str]]:
+    def _scope(self, call: Call) -> tuple[str, list[str]]:
         from agent_cli.tools.loader import bundled_tools_dir
 
         tool = call.tool
         if tool.name in FILE_TOOLS and tool.source and \
                 Path(tool.source).resolve().parent == bundled_tools_dir().resolve():
-            raw = getattr(call.args, "path", None)
+            raw = call.args.get("path")
             if not isinstance(raw, str):
                 return "file", []
             from agent_cli.errors import PathRefused
@@ -98,7 +98,7 @@ class WorkspaceRecorder:
 
     # -- the hook ----------------------------------------------------------------------------
 
-    def notes(self, call: ValidCall) -> dict[str, str]:
+    def notes(self, call: Call) -> dict[str, str]:
         """Rows for the approval panel: what undo will not cover."""
         scope, rels = self._scope(call)
         lines: list[str] = []
@@ -114,7 +114,7 @@ class WorkspaceRecorder:
             lines.append(OUTSIDE_NOTE)
         return {"undo": "\n".join(lines)} if lines else {}
 
-    def before(self, call: ValidCall) -> Pending:
+    def before(self, call: Call) -> Pending:
         scope, rels = self._scope(call)
         pending = Pending(call.id, call.tool.name, scope, rels)
         try:

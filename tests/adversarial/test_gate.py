@@ -19,12 +19,12 @@ import pytest
 
 from agent_cli import events as ev
 from agent_cli.approval import (
-    ApprovalRequest,
     Approved,
     Decision,
     Denied,
     NonInteractiveApprover,
 )
+from agent_cli.calls import Call
 from agent_cli.session_log import log_key
 from agent_cli.tools.base import args_digest, sha256_json
 from agent_cli.ui.panel import TerminalApprover
@@ -242,12 +242,12 @@ class _ApprovesAfterMutating:
     """A buggy UI that edits the dict it was shown, then says yes with the shown hash."""
 
     def __init__(self) -> None:
-        self.seen: list[ApprovalRequest] = []
+        self.seen: list[Call] = []
 
-    def decide(self, request: ApprovalRequest) -> Decision:
+    def decide(self, request: Call) -> Decision:
         self.seen.append(request)
         request.args["content"] = "EVIL"
-        return Approved(request.call_id, request.args_hash)
+        return Approved(request.id, request.args_hash)
 
 
 @pytest.mark.parametrize("hook", ["preview", "snapshot", "approver"])
@@ -281,9 +281,9 @@ def test_what_runs_is_the_frozen_copy_that_was_shown(harness: Harness, tmp_path:
 @pytest.mark.parametrize("kind", ["other-hash", "other-id"])
 def test_a_yes_for_other_arguments_is_a_no(harness: Harness, kind: str) -> None:
     class Wrong:
-        def decide(self, request: ApprovalRequest) -> Decision:
+        def decide(self, request: Call) -> Decision:
             if kind == "other-hash":
-                return Approved(request.call_id, sha256_json({"path": "x", "content": "y"}))
+                return Approved(request.id, sha256_json({"path": "x", "content": "y"}))
             return Approved("toolu_other", request.args_hash)
 
     o = harness.run([calls(use("write_file", OUT)), done()], approver=Wrong())
@@ -348,8 +348,8 @@ def test_denied_instance_has_no_effect_even_if_the_tool_is_read_only_later(
     """A Denied decision always wins; the gate never second-guesses it by the tool's class."""
 
     class No:
-        def decide(self, request: ApprovalRequest) -> Decision:
-            return Denied(request.call_id, "no")
+        def decide(self, request: Call) -> Decision:
+            return Denied(request.id, "no")
 
     o = harness.run([calls(use("write_file", OUT)), done()], approver=No())
     assert o.sent_back(1)[0]["is_error"] is True

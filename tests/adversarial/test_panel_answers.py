@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from agent_cli import events as ev
-from agent_cli.loop import STOPPED_AT_PANEL, TOO_MANY_AFTER_DENIAL
+from agent_cli.tool_calls import STOPPED_AT_PANEL, TOO_MANY_AFTER_DENIAL
 
 from .conftest import (
     ASK,

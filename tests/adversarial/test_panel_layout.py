@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from agent_cli.approval import ApprovalRequest
+from agent_cli.calls import Call
 from agent_cli.tools.base import sha256_json
 from agent_cli.ui.panel import approval_panel, key_width, panel_lines
 
@@ -63,7 +63,7 @@ def _open_tool(harness: Harness) -> Path:
     return folder
 
 
-def render(request: ApprovalRequest, width: int) -> str:
+def render(request: Call, width: int) -> str:
     buf = io.StringIO()
     Console(file=buf, width=width, force_terminal=False, color_system=None).print(
         approval_panel(request))
@@ -71,8 +71,8 @@ def render(request: ApprovalRequest, width: int) -> str:
 
 
 def req(args: dict[str, Any], name: str = "open_tool", preview: str | None = None,
-        order: tuple[str, ...] = ()) -> ApprovalRequest:
-    return ApprovalRequest(call_id="toolu_1", name=name, effect="write", args=args,
+        order: tuple[str, ...] = ()) -> Call:
+    return Call(id="toolu_1", name=name, effect="write", args=args,
                            args_hash=sha256_json(args), preview=preview, arg_order=order)
 
 

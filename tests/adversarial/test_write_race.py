@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from agent_cli.approval import ApprovalRequest, Approved, Decision
+from agent_cli.approval import Approved, Decision
+from agent_cli.calls import Call
 
 from .conftest import Harness, calls, done, tree_hashes, use
 
@@ -27,12 +28,12 @@ class SwapThenYes:
 
     def __init__(self, swap: Swap, ws: Path, outside: Path) -> None:
         self.swap, self.ws, self.outside = swap, ws, outside
-        self.seen: list[ApprovalRequest] = []
+        self.seen: list[Call] = []
 
-    def decide(self, request: ApprovalRequest) -> Decision:
+    def decide(self, request: Call) -> Decision:
         self.seen.append(request)
         self.swap(self.ws, self.outside)
-        return Approved(request.call_id, request.args_hash)
+        return Approved(request.id, request.args_hash)
 
 
 def link_to_outside(ws: Path, outside: Path) -> None:

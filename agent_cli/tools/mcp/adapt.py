@@ -258,7 +258,7 @@ def make_tool(server: str, config: MCPServer, entry: ToolEntry, t: Any, call: Ca
         effect="read" if entry.effect == "read" else "write",
         timeout_s=config.timeout_s + 2.0, source=f"mcp:{server}", input_schema=schema,
         validate_raw=validator,
-        extra_panel={"server": f"{server} ({trust}; calls the MCP tool {remote})",
+        panel_extra={"server": f"{server} ({trust}; calls the MCP tool {remote})",
                      "server says": describe_claims(entry.annotations)},
     )
 
@@ -296,7 +296,7 @@ def resource_entries(server: str, config: MCPServer, fn: ResourceFn) -> list[Too
             run=run, effect="read" if effect == "read" else "write",
             timeout_s=config.timeout_s + 2.0, source=f"mcp:{server}", input_schema=schema,
             validate_raw=make_validator(schema),
-            extra_panel={"server": f"{server} ({trust}; reads its MCP resources)",
+            panel_extra={"server": f"{server} ({trust}; reads its MCP resources)",
                          "server says": "resources are read-only by the protocol (unverified)"})
         out.append(entry)
     return out

@@ -1,0 +1,168 @@
+"""The conversation's wire shapes, and the one home of the tool_use/tool_result bookkeeping.
+
+The history is kept in the Messages API shape (role + content blocks as plain dicts, so the
+log, replay and every provider read it without an SDK class). The TypedDicts below name that
+shape for the type checker; at run time a block is still a dict, because model output is
+untrusted data and may hold anything: the functions here read it defensively.
+
+The invariant kept here: every tool_use id gets exactly one tool_result, in the model's order,
+in the user message that follows. The loop (failures, denials, limits), the REPL's interrupt
+path (through the loop), resume and the context budget all use these functions, so the rule has
+one wording and one implementation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal, NotRequired, TypedDict, cast
+
+
+class TextBlock(TypedDict):
+    """Words from the user or the model."""
+
+    type: Literal["text"]
+    text: str
+
+
+class ToolUseBlock(TypedDict):
+    """A call the model proposes: `id` pairs it with its result, `input` is untrusted JSON."""
+
+    type: Literal["tool_use"]
+    id: str
+    name: str
+    input: Any
+
+
+class ToolResultBlock(TypedDict):
+    """The answer to one tool_use: `content` is text, or text and image blocks side by side."""
+
+    type: Literal["tool_result"]
+    tool_use_id: str
+    content: str | list[dict[str, Any]]
+    is_error: NotRequired[bool]
+
+
+Block = TextBlock | ToolUseBlock | ToolResultBlock | dict[str, Any]
+"""A content block. Other kinds (images, thinking) pass through as plain dicts."""
+
+
+class Message(TypedDict):
+    """One turn of the conversation: `content` is a list of blocks (a bare string only in
+    messages that came from elsewhere, e.g. an old log)."""
+
+    role: Literal["user", "assistant"]
+    content: str | list[Any]
+
+
+History = list[dict[str, Any]]
+"""The conversation as the loop keeps it (messages of the `Message` shape)."""
+
+INTERRUPTED = "interrupted; outcome unknown"
+"""The result a resumed conversation gives a call that was running when the session died."""
+
+NOT_RUN_INTERRUPTED = "not run: the user interrupted the turn before this call"
+"""The result of a call that never started because the user interrupted the turn."""
+
+
+def text_block(text: str) -> TextBlock:
+    return {"type": "text", "text": text}
+
+
+def add_user_text(history: History, text: str) -> None:
+    """Append the user's words; after an interrupted or limited turn the last message may already
+    be the user's (tool results), so the text joins it rather than breaking role alternation."""
+    if history and history[-1].get("role") == "user":
+        content = history[-1]["content"]
+        if isinstance(content, str):
+            content = [text_block(content)]
+        history[-1] = {"role": "user", "content": [*content, text_block(text)]}
+    else:
+        history.append({"role": "user", "content": [text_block(text)]})
+
+
+def tool_result(call_id: str, content: str, is_error: bool = False,
+                images: Iterable[dict[str, str]] = ()) -> ToolResultBlock:
+    """The tool_result block answering `call_id`. `images` ({"media_type", "data"} each, base64)
+    become image blocks beside the text (the Anthropic shape; providers convert it)."""
+    pictures = [{"type": "image", "source": {"type": "base64", "media_type": i["media_type"],
+                                             "data": i["data"]}} for i in images]
+    block: ToolResultBlock = {"type": "tool_result", "tool_use_id": call_id,
+                              "content": [{"type": "text", "text": content}, *pictures]
+                              if pictures else content}
+    if is_error:
+        block["is_error"] = True
+    return block
+
+
+def tool_uses(content: Any) -> list[ToolUseBlock]:
+    """The tool_use blocks of a message's content, in order (anything else is skipped)."""
+    if not isinstance(content, list):
+        return []
+    return [cast(ToolUseBlock, b) for b in content
+            if isinstance(b, dict) and b.get("type") == "tool_use"]
+
+
+def has_tool_use(content: Any) -> bool:
+    return bool(tool_uses(content))
+
+
+def use_id(use: Mapping[str, Any], index: int) -> str:
+    """The id a tool_use is answered under: its own, or (when a hand-written script left it out)
+    one made from its position in the reply. The loop and resume must agree on it."""
+    value = use.get("id")
+    return value if isinstance(value, str) and value else f"toolu_missing_{index}"
+
+
+def pending_uses(history: History) -> list[ToolUseBlock]:
+    """The tool calls the model is still waiting on: those of a last assistant message."""
+    if not history or history[-1].get("role") != "assistant":
+        return []
+    return tool_uses(history[-1].get("content"))
+
+
+def close_dangling(history: History, why: str = NOT_RUN_INTERRUPTED,
+                   answered: dict[str, ToolResultBlock] | None = None
+                   ) -> list[tuple[ToolUseBlock, str, ToolResultBlock | None]]:
+    """Answer every tool_use of a last assistant message, so the next request stays valid.
+
+    A call with a result in `answered` (by id) gets that one; any other gets an error result
+    saying `why`. Appends one user message with every result, in order. Returns, per call, the
+    use, its id, and the result it got from `answered` (None when it was closed here), so the
+    caller can log what it closed."""
+    uses = pending_uses(history)
+    done: list[tuple[ToolUseBlock, str, ToolResultBlock | None]] = []
+    blocks: list[ToolResultBlock] = []
+    for i, use in enumerate(uses):
+        call_id = use_id(use, i)
+        found = answered.pop(call_id, None) if answered is not None else None
+        blocks.append(found if found is not None else tool_result(call_id, why, True))
+        done.append((use, call_id, found))
+    if blocks:
+        history.append({"role": "user", "content": blocks})
+    return done
+
+
+def is_tool_answer(message: dict[str, Any]) -> bool:
+    """A user message that carries tool results."""
+    content = message.get("content")
+    return message.get("role") == "user" and isinstance(content, list) and any(
+        isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
+
+
+def open_exchange(history: History) -> History:
+    """The last tool exchange the model has not answered yet (a turn cut by an error, a limit or
+    Ctrl-C): the assistant message that asked and the user message with the results. It must be
+    kept whole wherever the history is cut (compaction)."""
+    if len(history) < 2:
+        return []
+    prev, last = history[-2], history[-1]
+    if not is_tool_answer(last) or prev.get("role") != "assistant":
+        return []
+    return [prev, last]
+
+
+def tool_names(message: dict[str, Any] | None) -> dict[str, str]:
+    """call id -> tool name, for the tool_use blocks of an assistant message."""
+    if message is None:
+        return {}
+    return {str(b.get("id")): str(b.get("name")) for b in tool_uses(message.get("content"))}

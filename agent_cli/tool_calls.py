@@ -1,0 +1,401 @@
+"""The calls of one reply: propose -> validate -> preview -> decide -> run -> answer.
+
+Split from loop.py so each reads on its own: the loop drives turns and model requests; this module
+takes the tool_use blocks of one reply and gives each exactly one tool_result (kept in
+`_answers` in the model's order until the loop appends them, so an interrupt anywhere still finds
+every result given so far). `CallRunner` is a mixin of `Loop`: it declares the attributes of the
+loop it uses, and adds no state of its own beyond the current reply's.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Protocol
+
+from agent_cli import events as ev
+from agent_cli.approval import Gate
+from agent_cli.calls import Call, Decision, Denied, approval_event
+from agent_cli.config import default_of
+from agent_cli.conversation import ToolResultBlock, ToolUseBlock, tool_result, use_id
+from agent_cli.errors import ToolFailed, UserInterrupted
+from agent_cli.tools.base import Tool, ToolContext, ToolOutput, canonical_json
+from agent_cli.tools.paths import protected_roots
+from agent_cli.tools.registry import CallRejected, Registry
+
+Emit = Callable[[ev.AnyEvent], None]
+
+INTERRUPT_GRACE_S = 5.0
+TIMEOUT_GRACE_S = 2.0
+
+REPEAT_NOTE_AFTER = 3
+"""The same successful call this many times in a row gets a note appended to its result."""
+
+TOO_MANY_AFTER_DENIAL = "not run: too many calls in one reply after denials"
+STOPPED_AT_PANEL = "not run: the user stopped the turn at an earlier panel"
+
+INTERRUPTED = {
+    "model": "Interrupted while the model was replying; nothing was run.",
+    "tool": "Interrupted; the remaining calls were not run.",
+    "turn": "Interrupted; calls that had not run yet were not run.",
+}
+"""What the user is told after Ctrl-C, by what was running when it came."""
+
+
+@dataclass
+class Limits:
+    """The bounds of a session: each stops a turn (or a call) with a sentence, never silently."""
+
+    max_turns: int = default_of("max_turns")
+    """Model requests within one user turn."""
+    max_tokens: int = default_of("max_tokens")
+    """Output tokens of one model reply."""
+    tool_timeout_s: float = default_of("tool_timeout_s")
+    """Seconds one call may run when its tool sets no timeout of its own."""
+    output_cap: int = default_of("output_cap")
+    """Characters of one tool result sent back to the model (head and tail kept)."""
+    repeat_failures: int = default_of("repeat_failures")
+    """The same call failing this many times in a row ends the turn."""
+    max_read_bytes: int = default_of("max_read_bytes")
+    """The most a reading tool reads of one file (ToolContext.max_read_bytes)."""
+    max_panels_after_denial: int = default_of("max_panels_after_denial")
+    """Once the user has denied a call in a reply, at most this many panels open for that reply;
+    the rest are answered without asking (approval fatigue is how a wall of calls gets a yes)."""
+    max_tool_calls: int | None = None
+    """Tool calls in the whole session (every call the model made counts, run or not)."""
+    max_cost_usd: float | None = None
+    """Dollars the whole session may spend (Loop.cost says how much it has)."""
+
+
+class EffectRecorder(Protocol):
+    """Records what approved calls change, so they can be undone (agent_cli/undo). The loop only
+    calls it around an approved write call; it never raises and knows no terminal."""
+
+    def notes(self, call: Call) -> dict[str, str]:
+        """Extra panel rows before the question (what undo will not cover)."""
+        ...
+
+    def before(self, call: Call) -> object:
+        """Snapshot taken after the yes, right before the call runs."""
+        ...
+
+    def after(self, token: object, finished: bool) -> list[ev.Event]:
+        """Events (an `effects` record) once the call returned, timed out or was interrupted."""
+        ...
+
+
+def cap_output(text: str, cap: int) -> tuple[str, bool]:
+    """Keep the head and tail of a long result and say how much was cut."""
+    if len(text) <= cap:
+        return text, False
+    head = cap * 2 // 3
+    tail = cap - head
+    cut = len(text) - head - tail
+    note = f"\n\n[... {cut} characters cut from the middle of this output (cap {cap}) ...]\n\n"
+    return text[:head] + note + text[-tail:], True
+
+
+@dataclass
+class _ReplyState:
+    """What the person has done at the panels of the current reply."""
+
+    panels: int = 0
+    denials: int = 0
+    held: int = 0
+    """Write calls answered TOO_MANY_AFTER_DENIAL without a panel."""
+    stopped: bool = False
+    """The person answered `q`, Esc or Ctrl-C at a panel: the rest of the reply is not run."""
+
+
+class _ToolInterrupted(Exception):
+    """Ctrl-C while a tool ran: the tool was asked to stop; `after_s` is how long it had run."""
+
+    def __init__(self, after_s: float) -> None:
+        self.after_s = after_s
+
+
+class FailureTracker:
+    """The same tool with the same input N times in a row trips it: failing again and again, or
+    succeeding again and again (a loop that re-reads one file learns nothing new either). A
+    success after failures of the same call starts the count afresh."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.last: str | None = None
+        self.last_failed = False
+        self.count = 0
+        self.any_failed = False
+        self.tripped: str | None = None
+
+    def repeats_if_ok(self, name: str, raw_input: Any) -> int:
+        """How many identical successful calls in a row this one makes, if it succeeds."""
+        sig = name + "\x00" + canonical_json(raw_input)
+        return self.count + 1 if sig == self.last and not self.last_failed else 1
+
+    def record(self, name: str, raw_input: Any, failed: bool) -> None:
+        sig = name + "\x00" + canonical_json(raw_input)
+        same = sig == self.last and failed == self.last_failed
+        self.count = self.count + 1 if same else 1
+        self.last, self.last_failed = sig, failed
+        # A repeated success is first pointed out to the model (REPEAT_NOTE_AFTER); the stop
+        # comes when it repeats the call once more after that note.
+        limit = self.limit if failed else max(self.limit, REPEAT_NOTE_AFTER) + 1
+        if self.count >= limit:
+            self.tripped = name
+            self.any_failed = failed
+
+
+class CallRunner:
+    """The per-call half of the Loop (a mixin): everything between a tool_use block and its
+    tool_result. The attributes below are the Loop's, set in Loop.__init__."""
+
+    registry: Registry
+    gate: Gate
+    emit: Emit
+    workspace: Path
+    limits: Limits
+    sandbox: Any
+    effects: EffectRecorder | None
+    tool_calls: int
+    _proposed: set[str]
+    _reply: _ReplyState
+    _repeat_note: str | None
+    _answers: dict[str, ToolResultBlock]
+
+    def _run_calls(self, uses: list[ToolUseBlock], failures: FailureTracker) -> None:
+        """Answer every call of one reply into `_answers`, in order. Raises UserInterrupted on
+        Ctrl-C (the calls not reached are answered by the loop)."""
+        self._reply = _ReplyState()
+        for i, use in enumerate(uses):
+            if self._reply.stopped:
+                self._not_run(use, i, STOPPED_AT_PANEL)
+                continue
+            cap = self.limits.max_tool_calls
+            if cap is not None and self.tool_calls >= cap:
+                self._not_run(use, i, f"not run: the session's budget of {cap} tool calls "
+                              "(max_tool_calls) is used up")
+                continue
+            self.tool_calls += 1
+            repeats = failures.repeats_if_ok(str(use.get("name")), use.get("input"))
+            self._repeat_note = None if repeats < REPEAT_NOTE_AFTER else (
+                f"\n\n[agent-cli note: this is the same {use.get('name')} call with the same "
+                f"input {repeats} times in a row; repeating it is unlikely to tell you anything "
+                "new. Use the result above, or try something different.]")
+            result = self._one_call(use, i)
+            failures.record(str(use.get("name")), use.get("input"), bool(result.get("is_error")))
+            if failures.tripped is not None:
+                # A wall of identical failing calls in one reply must not become a wall of
+                # panels (approval fatigue): the rest are answered without running or asking.
+                for j in range(i + 1, len(uses)):
+                    what = "failed" if failures.any_failed else "been made"
+                    self._not_run(uses[j], j, "not run: the same call had just "
+                                  f"{what} {failures.count} times in a row, so the turn stopped")
+                break
+
+    def _one_call(self, use: ToolUseBlock, index: int) -> ToolResultBlock:
+        call_id = use_id(use, index)
+        name = use.get("name")
+        raw_input = use.get("input")
+        self._propose(call_id, name, raw_input)
+        try:
+            call = self.registry.validate(call_id, name, raw_input, workspace=str(self.workspace))
+        except CallRejected as e:
+            self.emit(ev.ToolInvalid(id=call_id, name=str(name), reason=e.reason))
+            return self._result(call_id, str(name), e.reason, True, 0.0)
+        ctx = self._context(call)
+        if call.effect != "read":  # (a read call shows no panel: nothing to add to it)
+            extra = dict(call.panel_extra)
+            if self.effects is not None:
+                extra.update(self.effects.notes(call))
+            call = replace(call, preview=self._preview(call, ctx), panel_extra=extra)
+        decision = self._decide(call)
+        self.emit(approval_event(call, decision))
+        if isinstance(decision, Denied):
+            return self._result(call_id, call.name, _denial_text(decision), True, 0.0)
+        return self._execute(call, ctx)
+
+    def _decide(self, call: Call) -> Decision:
+        """The gate's decision, unless the reply has used up its panels after a denial. The gate
+        gets its own copy of the shown arguments: nothing an approver does to it can change what
+        is logged or what runs. (A read call never reaches an approver: the gate approves it by
+        policy after the deny rules, which only read.)"""
+        asked = call if call.effect == "read" else replace(
+            call, args=call.shown_args(), panel_extra=dict(call.panel_extra))
+        reply = self._reply
+        if (reply.denials and reply.panels >= self.limits.max_panels_after_denial
+                and self.gate.would_ask(asked)):
+            reply.held += 1
+            decision: Decision = Denied(call.id, TOO_MANY_AFTER_DENIAL, by="policy")
+        else:
+            decision = self.gate.decide(asked)
+        if decision.by == "user":
+            reply.panels += 1
+            if isinstance(decision, Denied):
+                reply.denials += 1
+                reply.stopped = reply.stopped or decision.stop_turn
+        return decision
+
+    def _context(self, call: Call) -> ToolContext:
+        tool: Tool = call.tool
+        timeout = tool.timeout_s or self.limits.tool_timeout_s
+        return ToolContext(workspace=self.workspace, timeout_s=timeout,
+                           output_cap=self.limits.output_cap,
+                           max_read_bytes=self.limits.max_read_bytes, sandbox=self.sandbox,
+                           protected=tuple(protected_roots()),
+                           on_output=lambda text: self.emit(ev.ToolOutputDelta(call.id, text)))
+
+    def _preview(self, call: Call, ctx: ToolContext) -> str | None:
+        tool: Tool = call.tool
+        if tool.effect == "read" or (tool.snapshot is None and tool.preview is None):
+            return None
+        # The hooks get their own copy: nothing they do to it can change the call that runs.
+        args = tool.private_copy(call.value)
+        try:
+            if tool.snapshot is not None:
+                ctx.snapshot = tool.snapshot(args, ctx)
+            if tool.preview is not None:
+                return tool.preview(args, ctx)
+        except Exception as e:  # a broken preview must not hide the call
+            return f"(no preview: {type(e).__name__}: {e})"
+        return None
+
+    def _execute(self, call: Call, ctx: ToolContext) -> ToolResultBlock:
+        tool: Tool = call.tool
+        if self.registry.args_hash(tool.dump(call.value)) != call.args_hash:
+            msg = "refused: the arguments changed after they were shown"
+            return self._result(call.id, call.name, msg, True, 0.0)
+        token = self.effects.before(call) if self.effects is not None and \
+            call.effect != "read" else None
+        finished = threading.Event()
+        try:
+            try:
+                out, duration = self._run_tool(call, ctx, finished)
+            finally:
+                # Before the result, also when the call timed out or was interrupted.
+                if self.effects is not None and token is not None:
+                    for event in self.effects.after(token, finished.is_set()):
+                        self.emit(event)
+        except _ToolInterrupted as stop:
+            self._result(call.id, call.name, f"interrupted by the user after running "
+                         f"{stop.after_s:.1f} s; outcome unknown", True, stop.after_s)
+            raise UserInterrupted(INTERRUPTED["tool"], during="tool") from None
+        return self._result(call.id, call.name, out.content, out.is_error, duration, out.images)
+
+    def _run_tool(self, call: Call, ctx: ToolContext,
+                  finished: threading.Event) -> tuple[ToolOutput, float]:
+        tool: Tool = call.tool
+        self.emit(ev.ToolStarted(id=call.id, name=call.name,
+                                 sandbox=None if self.sandbox is None
+                                 else self.sandbox.record_for(call.value)))
+        start = time.monotonic()
+        box: dict[str, Any] = {}
+
+        # Completion is signalled by an Event, not Thread.join: on CPython 3.11 a join that was
+        # interrupted by Ctrl-C makes the next join return at once, so the grace period for the
+        # tool to stop would be skipped.
+
+        def target() -> None:
+            try:
+                box["out"] = tool.run(call.value, ctx)
+            except BaseException as e:
+                box["exc"] = e
+            finally:
+                finished.set()
+
+        worker = threading.Thread(target=target, name=f"tool-{tool.name}", daemon=True)
+        # A tool that enforces its own timeout (run_command) gets a moment to report it itself.
+        grace = min(TIMEOUT_GRACE_S, ctx.timeout_s)
+        try:
+            worker.start()  # inside the try: a Ctrl-C right after the start still cancels it
+            finished.wait(ctx.timeout_s + grace)
+        except KeyboardInterrupt:
+            ctx.cancel.set()
+            finished.wait(INTERRUPT_GRACE_S)
+            raise _ToolInterrupted(time.monotonic() - start) from None
+        duration = time.monotonic() - start
+        if not finished.is_set():
+            ctx.cancel.set()
+            out = ToolOutput(self._timed_out(call, ctx), True)
+        elif isinstance(box.get("exc"), KeyboardInterrupt):
+            # Ctrl-C seen by the tool itself (e.g. a child process it waited on) ends the turn
+            # like a Ctrl-C seen here.
+            raise _ToolInterrupted(duration)
+        elif "exc" in box:
+            exc = box["exc"]
+            if isinstance(exc, ToolFailed | ValueError | OSError) or hasattr(exc, "exit_code"):
+                out = ToolOutput(f"{tool.name} failed: {exc}", True)
+            else:
+                out = ToolOutput(f"{tool.name} failed: {type(exc).__name__}: {exc}", True)
+        else:
+            raw = box.get("out")
+            out = raw if isinstance(raw, ToolOutput) else ToolOutput(str(raw if raw is not None
+                                                                         else ""))
+            if not out.is_error and tool.verify is not None:
+                try:
+                    problem = tool.verify(call.value, ctx, raw)
+                except Exception as e:
+                    problem = f"{type(e).__name__}: {e}"
+                if problem:
+                    out = ToolOutput(f"{out.content}\nBut the effect could not be confirmed: "
+                                     f"{problem}", True)
+        return out, duration
+
+    def _timed_out(self, call: Call, ctx: ToolContext) -> str:
+        """What a timeout means: the call may have done all, part or none of its work. For a
+        write tool with a verify hook, the hook says what it finds now."""
+        tool: Tool = call.tool
+        msg = (f"timed out after {ctx.timeout_s:g} s; its effect is unknown (the tool was asked "
+               "to stop)")
+        if tool.effect != "write" or tool.verify is None:
+            return msg
+        try:
+            problem = tool.verify(call.value, ctx, None)
+        except Exception as e:
+            problem = f"the check itself failed ({type(e).__name__}: {e})"
+        if problem:
+            return f"{msg}. Checked after the timeout: {problem}"
+        return f"{msg}. Checked after the timeout: the intended effect is in place."
+
+    def _result(self, call_id: str, name: str, content: str, is_error: bool,
+                duration: float, images: list[dict[str, str]] | None = None) -> ToolResultBlock:
+        """Log and keep the one result of `call_id` (capped; the repeat note on a success)."""
+        if not is_error and self._repeat_note:
+            content += self._repeat_note  # logged and sent alike
+        self._repeat_note = None
+        capped, truncated = cap_output(content, self.limits.output_cap)
+        block = tool_result(call_id, capped, is_error, images or ())
+        # Kept before it is logged: a Ctrl-C inside a sink then still finds this result, and
+        # the call is not answered (and logged) a second time.
+        self._answers[call_id] = block
+        self._emit_result(call_id, name, capped, is_error, duration, truncated)
+        return block
+
+    def _emit_result(self, call_id: str, name: str, content: str, is_error: bool,
+                     duration: float, truncated: bool) -> None:
+        self.emit(ev.ToolResultEvent(id=call_id, name=name, is_error=is_error, content=content,
+                                     duration=round(duration, 6), truncated=truncated))
+
+    def _propose(self, call_id: str, name: Any, raw_input: Any) -> None:
+        """Every call the model made is logged as a proposal once, run or not."""
+        if call_id not in self._proposed:
+            self._proposed.add(call_id)
+            self.emit(ev.ToolProposed(id=call_id, name=str(name), input=raw_input))
+
+    def _not_run(self, use: ToolUseBlock, index: int, why: str) -> ToolResultBlock:
+        call_id = use_id(use, index)
+        self._propose(call_id, use.get("name"), use.get("input"))
+        return self._result(call_id, str(use.get("name")), why, True, 0.0)
+
+
+def _denial_text(decision: Denied) -> str:
+    """What the model is told about a denied call."""
+    reason = decision.reason
+    if decision.by == "user":
+        return "The user denied this call." + (f" Their reason: {reason}" if reason else "")
+    if reason and reason.startswith(("refused ", "not run: ")):
+        return reason if reason.startswith("not run: ") else f"This call was {reason}."
+    return f"This call was refused: {reason}."
+
