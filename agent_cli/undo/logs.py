@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 from agent_cli import __version__
 from agent_cli import events as ev
 from agent_cli.errors import AgentError, LogError, UsageError
-from agent_cli.session_log import BadLine, SessionLog, read_events
+from agent_cli.log.reader import BadLine, read_events
+from agent_cli.log.writer import SessionLog
 from agent_cli.undo.changes import ChangeSet, undoable
 
 if TYPE_CHECKING:
@@ -34,7 +35,7 @@ def undoable_in(path: Path) -> list[ChangeSet]:
 
 def trusted_sets(path: Path) -> list[ChangeSet]:
     """The undoable change sets of a log, oldest first, only if the log is trusted."""
-    from agent_cli.log_trust import check_trust
+    from agent_cli.log.trust import check_trust
 
     trust = check_trust(path)
     if not trust.trusted:
@@ -47,7 +48,7 @@ def trusted_sets(path: Path) -> list[ChangeSet]:
 
 def resolve_log(name: str, settings: Settings) -> Path:
     """A path, or the file name of a log in the sessions folder (with or without .jsonl)."""
-    from agent_cli.log_store import sessions_dir
+    from agent_cli.log.store import sessions_dir
 
     given = Path(name).expanduser()
     if given.is_file():
@@ -61,7 +62,7 @@ def resolve_log(name: str, settings: Settings) -> Path:
 
 def latest_with_undo(settings: Settings, workspace: Path) -> Path:
     """The newest log of this workspace that has something left to undo."""
-    from agent_cli.log_store import sessions_dir
+    from agent_cli.log.store import sessions_dir
 
     folder = sessions_dir(settings)
     want = workspace.resolve()

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from agent_cli import events as ev
 from agent_cli.errors import LogError
+from agent_cli.log.reader import BadLine, read_events
 from agent_cli.loop import add_user_text
-from agent_cli.session_log import BadLine, read_events
 
 if TYPE_CHECKING:
     from agent_cli.config import Settings
@@ -127,6 +127,6 @@ def resume_notes(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
 def latest_log_for(settings: Settings, workspace: Path) -> Path:
     """The most recently written log in the sessions folder whose session_start names this
     workspace (log_store holds the search)."""
-    from agent_cli.log_store import latest_for
+    from agent_cli.log.store import latest_for
 
     return latest_for(settings, workspace)
