@@ -139,6 +139,9 @@ def read_records(path: Path) -> Iterator[tuple[int, dict[str, Any] | BadLine]]:
 
 
 def _read_with_bytes(path: Path) -> Iterator[tuple[int, dict[str, Any] | BadLine, bytes]]:
+    """(line number, record or BadLine, the line's bytes without its newline), streaming."""
+    from pydantic_core import from_json
+
     loads = json.loads
     try:
         with open_log(path) as f:
@@ -149,10 +152,17 @@ def _read_with_bytes(path: Path) -> Iterator[tuple[int, dict[str, Any] | BadLine
                 # around it (no padding to strip, no NUL bytes). _parse_line gives the same
                 # answer for it, through more steps; every other line still goes there.
                 if raw[:1] == b"{" and raw[-1:] == b"}":
+                    # pydantic-core's parser (public API, already a dependency) reads a line in
+                    # half the time of the stdlib's and gives the same values for every line it
+                    # accepts. What it refuses and the stdlib reads (a lone surrogate escape,
+                    # invalid UTF-8, a BOM, deeper nesting) takes the stdlib's path below.
                     try:
-                        record = loads(raw.decode("utf-8", "surrogateescape"))
-                    except (ValueError, RecursionError):
-                        record = None
+                        record = from_json(raw)
+                    except ValueError:
+                        try:
+                            record = loads(raw.decode("utf-8", "surrogateescape"))
+                        except (ValueError, RecursionError):
+                            record = None
                     if type(record) is dict:
                         yield lineno, record, raw
                         continue

@@ -12,40 +12,102 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from agent_cli import events as ev
-from agent_cli.log.keys import key_id, log_key, record_mac
+from agent_cli.log.keys import key_id, log_key, mac_function
 from agent_cli.log.reader import BadLine, _read_with_bytes
-from agent_cli.log.writer import serialize
-
-_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
-"""canonical_json's encoder, made once: verify encodes every record with it."""
-_SERIALIZE = json.JSONEncoder(ensure_ascii=True, separators=(",", ":")).encode
-"""serialize's encoder, made once (its str result is ASCII)."""
 
 
-def _serialize_with_mac(record: dict[str, Any], mac: Any) -> bytes | None:
-    """serialize() of `record` with `"mac": mac` appended last, from one encoding of `record`
-    (which holds at least `hash`, so it is not empty); None when it cannot be encoded."""
+def _no_default(value: Any) -> Any:
+    raise TypeError(f"{type(value).__name__} is not JSON")  # (parsed JSON holds none)
+
+
+def _encoder(*, sort_keys: bool, ascii_only: bool) -> Callable[[Any], str]:
+    """One of the stdlib's JSON encodings (compact separators), made once: verify encodes every
+    record twice, and `json.dumps` or `JSONEncoder.encode` would build the C encoder again for
+    each call. The output is theirs byte for byte (same C encoder, same string escaper); only
+    the circular-reference check is off, which parsed JSON never needs."""
+    from json import encoder as stdlib
+
+    make = getattr(stdlib, "c_make_encoder", None)  # (the C accelerator, where there is one)
+    if make is None:  # (a Python without the C accelerator)
+        return json.JSONEncoder(sort_keys=sort_keys, ensure_ascii=ascii_only,
+                                separators=(",", ":")).encode
+    escape = stdlib.encode_basestring_ascii if ascii_only else stdlib.encode_basestring
+    encode = make(None, _no_default, escape, None, ":", ",", sort_keys, False, True)
+    join = "".join
+    return lambda value: join(encode(value, 0))
+
+
+_canonical = _encoder(sort_keys=True, ascii_only=False)
+"""canonical_json: sorted keys, every character as itself (the hash is over its UTF-8)."""
+_canonical_ascii = _encoder(sort_keys=True, ascii_only=True)
+"""The same with ASCII escapes: identical output for a record of printable ASCII."""
+_serialize = _encoder(sort_keys=False, ascii_only=True)
+"""writer.serialize's form (field order, ASCII)."""
+
+
+def _writer_form(record: dict[str, Any]) -> bytes | None:
+    """The line the writer produces for `record`; None when it cannot be encoded."""
     try:
-        text = _SERIALIZE(record)
-        # A hex digest needs no escapes, so it is its own encoding without an encoder call.
-        value = f'"{mac}"' if type(mac) is str and mac.isascii() and mac.isalnum() else (
-            _SERIALIZE(mac))
-        return (text[:-1] + ',"mac":' + value + "}").encode("ascii")
+        return _serialize(record).encode("ascii")
     except (RecursionError, ValueError):
         return None
 
 
-def _serialize_or_none(record: dict[str, Any]) -> bytes | None:
-    try:
-        return serialize(record)
-    except (RecursionError, ValueError, UnicodeEncodeError):
-        return None
+def _simple(value: Any) -> bool:
+    """A hash or MAC as the writer writes it: hex, its own JSON encoding between quotes."""
+    return type(value) is str and value.isascii() and value.isalnum()
+
+
+def _floats_as_written(record: dict[str, Any], raw: bytes) -> bool:
+    """Whether every float of the record is a top-level field written as `repr` writes it
+    (`"ts":1796122451.9576025,`), and no float sits deeper. False sends the line to the general
+    check, which encodes it whole.
+
+    Where the match is found it is that field: a `"` inside a JSON string is always escaped,
+    so `"name":` can only be a key, and no nested object holds a float."""
+    for name, value in record.items():
+        kind = type(value)
+        if kind is float:
+            if not name.isidentifier() or not name.isascii():
+                return False
+            token = f'"{name}":{value!r}'.encode("ascii")
+            at = raw.find(token)
+            if at < 0 or raw[at + len(token):at + len(token) + 1] not in (b",", b"}"):
+                return False
+        elif (kind is dict or kind is list) and value:
+            stack = [value]
+            while stack:
+                item = stack.pop()
+                kind = type(item)
+                if kind is dict:
+                    stack.extend(item.values())
+                elif kind is list:
+                    stack.extend(item)
+                elif kind is float:
+                    return False
+    return True
+
+
+def _writer_length(body: str, claimed: str, mac: str | None) -> int:
+    """The length of the writer's line for a record whose body encodes to `body` (canonical,
+    ASCII), with `"hash":claimed` and `"mac":mac` among its fields.
+
+    Why, for a line that passed the fast path's tests, the length and the count of `:` decide
+    the byte check without a second encoding: the line is ASCII with no \\u escape and no DEL,
+    every float in it is written as `repr` writes it (_floats_as_written), and the writer's line
+    holds the very tokens of the canonical body plus `hash` and `mac`, in another order of
+    fields. Every other way to write the same values is longer (`-0` for 0, `\\/` for /,
+    whitespace between tokens) or adds a `:` (a repeated key, whose earlier value the parser
+    drops). So a line of the writer's length and the writer's count of `:` is the writer's
+    line, byte for byte."""
+    # ,"hash":"<hex>"  and  ,"mac":"<hex>"  (the body holds `seq`, so it is not empty)
+    return len(body) + 10 + len(claimed) + (9 + len(mac) if mac is not None else 0)
 
 
 REORDER_LOOKAHEAD = 4096
@@ -83,6 +145,7 @@ def verify(path: Path, key: bytes | Literal["auto"] | None = "auto") -> VerifyRe
     `log_trust.check_trust` is the stricter question: may this log be acted on?"""
     res = VerifyResult()
     prev_hash = ""
+    prev_bytes = b""
     expected = 1
     recent: OrderedDict[str, int] = OrderedDict()
     """The last hashes seen. An OrderedDict: dropping a plain dict's first key rescans the
@@ -93,10 +156,12 @@ def verify(path: Path, key: bytes | Literal["auto"] | None = "auto") -> VerifyRe
     state = {"ended": False}
     local = log_key(create=False) if key == "auto" else key
     local_id = key_id(local) if local is not None else None
+    mac_of = mac_function(local) if local is not None else None
     signed = False
     with_bytes = _read_with_bytes(path)
     records = ((n, item) for n, item, _raw in with_bytes)  # what _classify reads ahead in
     sha256 = hashlib.sha256
+    lookahead = REORDER_LOOKAHEAD
     for lineno, rec, raw in with_bytes:
         if isinstance(rec, BadLine):
             if rec.debris or rec.torn:
@@ -110,22 +175,37 @@ def verify(path: Path, key: bytes | Literal["auto"] | None = "auto") -> VerifyRe
             res.fault = (f"line {lineno}: a record without a valid seq and hash "
                          f"({rec.get('type', '?')}); it was inserted or edited")
             return res
-        # The writer puts `mac` last. Then it comes off the record, one encoding of the rest
-        # (with `hash` in place) gives the writer's line for the byte check below, and with
-        # `hash` deleted the record is the chained body itself: no copies, two encodings.
-        if "mac" in rec and next(reversed(rec)) == "mac":
-            mac = rec.pop("mac")
-            full = _serialize_with_mac(rec, mac)
-        else:  # no MAC, or not last: the general form, of the record as read
-            full = _serialize_or_none(rec)
+        # (`hash` needs no such test: the length is used only once it equals a hex digest.)
+        if (b"\\u" not in raw and raw.isascii() and b"\x7f" not in raw
+                and _simple(rec.get("mac", "0")) and _floats_as_written(rec, raw)):
+            # The common line: one encoding, the canonical body; the byte check follows from
+            # it (see _writer_length for why the length then decides).
             mac = rec.pop("mac", None)
-        del rec["hash"]
-        try:
-            computed = sha256((prev_hash + _CANONICAL(rec)).encode("utf-8", "surrogatepass")
-                              ).hexdigest()
-        except (RecursionError, ValueError):
-            res.fault = f"line {lineno} ({_describe(rec)}): nested too deeply to check"
-            return res
+            del rec["hash"]
+            try:
+                # No \\u escape, no DEL, no byte past ASCII: every character of the record is
+                # one both canonical encoders write alike, and the ASCII one is faster.
+                text = _canonical_ascii(rec)
+            except (RecursionError, ValueError):
+                res.fault = f"line {lineno} ({_describe(rec)}): nested too deeply to check"
+                return res
+            computed = sha256(prev_bytes + text.encode("ascii")).hexdigest()
+            members = 2 if mac is not None else 1
+            writer_form = (len(raw) == _writer_length(text, claimed, mac)
+                           and raw.count(b":") == text.count(":") + members)
+        else:
+            # Any other line: the writer's form by encoding the record as read (`hash` and
+            # `mac` in place); then without them the record is the chained body itself.
+            full = _writer_form(rec)
+            mac = rec.pop("mac", None)
+            del rec["hash"]
+            try:
+                body = _canonical(rec).encode("utf-8", "surrogatepass")
+            except (RecursionError, ValueError):
+                res.fault = f"line {lineno} ({_describe(rec)}): nested too deeply to check"
+                return res
+            computed = sha256(prev_bytes + body).hexdigest()
+            writer_form = full is not None and raw == full
         if computed != claimed or seq != expected:
             if pending_debris and claimed not in recent:
                 bad = pending_debris[0]
@@ -134,13 +214,15 @@ def verify(path: Path, key: bytes | Literal["auto"] | None = "auto") -> VerifyRe
             else:
                 res.fault = _classify(lineno, rec, seq, expected, claimed, recent, records)
             return res
-        if raw != full:
+        if not writer_form:
             res.fault = (f"line {lineno} ({_describe(rec)}) was edited: its bytes are not the "
                          "form the writer produces, though its values still match the hash")
             return res
-        for bad in pending_debris:
-            res.warnings.append(f"line {bad.lineno}: {bad.reason}; the chain continues over it")
-        pending_debris.clear()
+        if pending_debris:
+            for bad in pending_debris:
+                res.warnings.append(f"line {bad.lineno}: {bad.reason}; the chain continues "
+                                    "over it")
+            pending_debris.clear()
         problem = _check_structure(rec, approved, state)
         if problem:
             res.fault = f"line {lineno} ({_describe(rec)}): {problem}"
@@ -154,17 +236,18 @@ def verify(path: Path, key: bytes | Literal["auto"] | None = "auto") -> VerifyRe
                     "only its hash chain was checked" if kid else
                     f"line {lineno}: this session carries no key id; only its hash chain was "
                     "checked")
-        if signed and local is not None and mac != record_mac(local, claimed):
+        if signed and mac_of is not None and mac != mac_of(claimed):
             what = "has no MAC" if mac is None else "has a MAC that does not match"
             res.fault = (f"line {lineno} ({_describe(rec)}) {what} this user's log key: it was "
                          "forged (written or rewritten by something without the key)")
             return res
         res.count += 1
         prev_hash = claimed
+        prev_bytes = claimed.encode("ascii")  # (it equals a hex digest computed above)
         expected = seq + 1
         last_type = str(rec.get("type", ""))
         recent[claimed] = lineno
-        if len(recent) > REORDER_LOOKAHEAD:
+        if len(recent) > lookahead:
             recent.popitem(last=False)
         v = rec.get("v", 1)
         if isinstance(v, int) and v > ev.LOG_FORMAT_VERSION and not res.warnings:
