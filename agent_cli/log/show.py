@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, assert_never
 from agent_cli import events as ev
 from agent_cli.errors import LogError, UsageError
 from agent_cli.log.reader import BadLine, read_records, to_event
+from agent_cli.log.writer import serialize
 from agent_cli.safe_text import one_line, sanitize
 
 if TYPE_CHECKING:
@@ -164,7 +165,7 @@ class JsonlView:
         self.write = write
 
     def __call__(self, event: ev.Event, record: dict[str, Any]) -> None:
-        self.write(json.dumps(record, ensure_ascii=True, separators=(",", ":")) + "\n")
+        self.write(serialize(record).decode("ascii") + "\n")
 
 
 def when(ts: float) -> str:

@@ -10,9 +10,8 @@ question built on it: may this log be acted on?
 from __future__ import annotations
 
 import hashlib
-import json
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -20,34 +19,13 @@ from typing import Any, Literal
 from agent_cli import events as ev
 from agent_cli.log.keys import key_id, log_key, mac_function
 from agent_cli.log.reader import BadLine, _read_with_bytes
+from agent_cli.log.writer import json_encoder
 
-
-def _no_default(value: Any) -> Any:
-    raise TypeError(f"{type(value).__name__} is not JSON")  # (parsed JSON holds none)
-
-
-def _encoder(*, sort_keys: bool, ascii_only: bool) -> Callable[[Any], str]:
-    """One of the stdlib's JSON encodings (compact separators), made once: verify encodes every
-    record twice, and `json.dumps` or `JSONEncoder.encode` would build the C encoder again for
-    each call. The output is theirs byte for byte (same C encoder, same string escaper); only
-    the circular-reference check is off, which parsed JSON never needs."""
-    from json import encoder as stdlib
-
-    make = getattr(stdlib, "c_make_encoder", None)  # (the C accelerator, where there is one)
-    if make is None:  # (a Python without the C accelerator)
-        return json.JSONEncoder(sort_keys=sort_keys, ensure_ascii=ascii_only,
-                                separators=(",", ":")).encode
-    escape = stdlib.encode_basestring_ascii if ascii_only else stdlib.encode_basestring
-    encode = make(None, _no_default, escape, None, ":", ",", sort_keys, False, True)
-    join = "".join
-    return lambda value: join(encode(value, 0))
-
-
-_canonical = _encoder(sort_keys=True, ascii_only=False)
+_canonical = json_encoder(sort_keys=True, ascii_only=False)
 """canonical_json: sorted keys, every character as itself (the hash is over its UTF-8)."""
-_canonical_ascii = _encoder(sort_keys=True, ascii_only=True)
+_canonical_ascii = json_encoder(sort_keys=True, ascii_only=True)
 """The same with ASCII escapes: identical output for a record of printable ASCII."""
-_serialize = _encoder(sort_keys=False, ascii_only=True)
+_serialize = json_encoder(sort_keys=False, ascii_only=True)
 """writer.serialize's form (field order, ASCII)."""
 
 
