@@ -16,10 +16,10 @@ from agent_cli.approval import Approver, Gate
 from agent_cli.config import Settings
 from agent_cli.context import CompactResult, ContextBudget
 from agent_cli.errors import UsageError
+from agent_cli.log.writer import SessionLog
 from agent_cli.loop import Limits, Loop, RequestHook, TurnResult
 from agent_cli.providers.base import Provider
 from agent_cli.sandbox.policy import Sandbox, install
-from agent_cli.session_log import SessionLog
 from agent_cli.tools.loader import LoadReport, load_tools
 from agent_cli.tools.registry import Registry
 from agent_cli.tools.scope import READ_ONLY_REASON, ScopedRegistry
@@ -66,7 +66,7 @@ def make_provider(settings: Settings) -> Provider:
 
 
 def default_log_path(settings: Settings) -> Path:
-    from agent_cli.log_store import new_log_path
+    from agent_cli.log.store import new_log_path
 
     return new_log_path(settings)
 
@@ -120,7 +120,7 @@ def _guard_own_state(settings: Settings, log_path: Path, *, default_folder: bool
 
     protect({**own_state(settings), log_path: "this session's log"})
     from agent_cli.config import home
-    from agent_cli.log_store import sessions_dir
+    from agent_cli.log.store import sessions_dir
 
     private_dir(home())
     private_dir(sessions_dir(settings))

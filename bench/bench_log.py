@@ -26,8 +26,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from agent_cli import events as ev
+from agent_cli.log.writer import SessionLog
 from agent_cli.redact import Redactor
-from agent_cli.session_log import SessionLog
 from bench.common import Stats, clean_env, header, machine_line, run_child
 
 KEY = bytes(range(32))

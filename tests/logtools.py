@@ -13,7 +13,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from agent_cli.session_log import chain_hash, key_id, log_key, record_mac, serialize
+from agent_cli.log.keys import key_id, log_key, record_mac
+from agent_cli.log.writer import chain_hash, serialize
 from agent_cli.tools.base import args_digest
 
 

@@ -290,7 +290,7 @@ def test_a_rerun_shows_as_such_in_log_list(tmp_path: Path, workspace: Path) -> N
                                  "--rerun-log", str(own)], env={"COLUMNS": "200"})
     assert result.exit_code in (0, 1), result.output
     assert own.is_file()
-    from agent_cli.replay import summarize
+    from agent_cli.log.show import summarize
 
     assert summarize(own).kind == "rerun"
     assert summarize(recording).kind == "new"

@@ -8,7 +8,7 @@ from typing import Any
 
 from agent_cli import conversation as conv
 from agent_cli import events as ev
-from agent_cli import resume as rs
+from agent_cli.log import resume as rs
 
 
 def _use(call_id: Any, name: str = "t") -> dict[str, Any]:

@@ -25,7 +25,6 @@ LAYERS: dict[str, int] = {
     "agent_cli": 0,
     "agent_cli.errors": 0,
     "agent_cli.safe_text": 0,
-    "agent_cli.html_text": 0,
     "agent_cli.secrets_table": 0,
     "agent_cli.redact": 0,
     "agent_cli.private_files": 0,
@@ -36,6 +35,7 @@ LAYERS: dict[str, int] = {
     "agent_cli.usage": 0,
     "agent_cli.conversation": 0,
     "agent_cli.calls": 0,
+    "agent_cli.call_warnings": 0,
     # 1: the parts the loop drives, and the record it leaves.
     "agent_cli.tools": 1,
     "agent_cli.providers": 1,

@@ -11,7 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 from agent_cli.cli.app import app
-from agent_cli.session_log import chain_hash, serialize, verify
+from agent_cli.log.verify import verify
+from agent_cli.log.writer import chain_hash, serialize
 from tests.test_session_log import PLUGIN, run_session, text, tool_use
 
 runner = CliRunner()

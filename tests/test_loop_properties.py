@@ -40,9 +40,10 @@ from pydantic import BaseModel
 from agent_cli import events as ev
 from agent_cli.approval import DenyRule, ScriptedApprover
 from agent_cli.config import Settings
+from agent_cli.log.reader import read_events
+from agent_cli.log.verify import verify
 from agent_cli.providers.scripted import ScriptedProvider
 from agent_cli.session import Session
-from agent_cli.session_log import read_events, verify
 from agent_cli.tool_calls import REPEAT_NOTE_AFTER, Limits
 from agent_cli.tools.base import Tool, ToolContext
 from agent_cli.tools.loader import load_tools
@@ -104,7 +105,7 @@ def recording(tool: Tool, received: list[tuple[str, dict[str, Any]]]) -> Tool:
 def canonical_sha(value: Any) -> str:
     """args_hash, computed independently: HMAC-SHA256 under this user's log key (the session's
     key) of the canonical JSON, with the v2 domain prefix."""
-    from agent_cli.session_log import log_key
+    from agent_cli.log.keys import log_key
 
     key = log_key(create=True)
     assert key is not None

@@ -13,9 +13,9 @@ from typer.testing import CliRunner
 from agent_cli.approval import ScriptedApprover
 from agent_cli.cli.app import app
 from agent_cli.config import Settings
+from agent_cli.log.verify import verify
 from agent_cli.providers.scripted import ScriptedProvider
 from agent_cli.session import Session, load_registry
-from agent_cli.session_log import verify
 from tests.fakes.anthropic_server import FakeAnthropic, Reply, text_reply
 from tests.test_session_log import PLUGIN, text, tool_use
 

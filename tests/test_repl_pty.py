@@ -19,7 +19,7 @@ import pytest
 
 pexpect = pytest.importorskip("pexpect")  # a test dependency (pyproject [test]); not at runtime
 
-from agent_cli.session_log import log_key  # noqa: E402
+from agent_cli.log.keys import log_key  # noqa: E402
 from agent_cli.tools.base import args_digest  # noqa: E402
 
 

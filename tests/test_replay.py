@@ -20,18 +20,20 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from agent_cli import replay as rp
-from agent_cli import rerun as rr
 from agent_cli.approval import Approved, DenyRule, ScriptedApprover
 from agent_cli.calls import Call
 from agent_cli.cli.app import app
 from agent_cli.config import Settings
+from agent_cli.log import rerun as rr
+from agent_cli.log import show as rp
+from agent_cli.log.reader import read_events
+from agent_cli.log.verify import verify
 from agent_cli.providers.scripted import ScriptedProvider
 from agent_cli.session import Session, load_registry
-from agent_cli.session_log import read_events, verify
 from agent_cli.tools.base import canonical_json, sha256_json
 from agent_cli.ui.panel import TerminalApprover
 from agent_cli.ui.render import Renderer
+from agent_cli.ui.views.replay import TextView
 from tests.conftest import REPO
 from tests.logtools import sign_as_mine
 from tests.test_session_log import PLUGIN, text, tool_use
@@ -93,7 +95,7 @@ def record(workspace: Path, log: Path, replies: list[dict[str, Any]], prompts: l
 
 def replay_text(log: Path, **kw: Any) -> str:
     console = Console(file=io.StringIO(), width=100)
-    rp.show(log, rp.TextView(console, log), **kw)
+    rp.show(log, TextView(console, log), **kw)
     out = console.file.getvalue()  # type: ignore[attr-defined]
     assert isinstance(out, str)
     return out
@@ -227,7 +229,7 @@ def test_recorded_session_reruns_without_drift(tmp_path: Path) -> None:
     registry = recorded_tools(DATA / "session_edit.jsonl")
     mine = sign_as_mine(DATA / "session_edit.jsonl", tmp_path / "mine.jsonl")
     report = rr.rerun(mine, settings=settings, workspace=ws,
-                      registry=registry, approver=inner, console=console,
+                      registry=registry, approver=inner, sinks=[Renderer(console)],
                       reuse_approvals=True, log_path=tmp_path / "rerun.jsonl")
     assert report.drift == [], report.drift
     assert report.calls == 5
@@ -246,7 +248,8 @@ def test_second_recording_reruns_without_drift(tmp_path: Path) -> None:
     inner = ScriptedApprover([])  # nothing may be asked: the only write was approved
     report = rr.rerun(log, settings=Settings(provider="scripted"), workspace=ws,
                       registry=recorded_tools(log), approver=inner,
-                      console=Console(file=io.StringIO(), width=100), reuse_approvals=True,
+                      sinks=[Renderer(Console(file=io.StringIO(), width=100))],
+                      reuse_approvals=True,
                       log_path=tmp_path / "rerun.jsonl")
     assert report.drift == [] and inner.seen == []
     assert report.calls == 5
@@ -257,7 +260,8 @@ def test_second_recording_reruns_without_drift(tmp_path: Path) -> None:
     (ws2 / "missing.txt").write_text("here now\n")
     changed = rr.rerun(log, settings=Settings(provider="scripted"), workspace=ws2,
                        registry=recorded_tools(log), approver=ScriptedApprover([]),
-                       console=Console(file=io.StringIO(), width=100), reuse_approvals=True,
+                       sinks=[Renderer(Console(file=io.StringIO(), width=100))],
+                      reuse_approvals=True,
                        log_path=tmp_path / "rerun2.jsonl")
     assert [(d.call_id, d.what) for d in changed.drift] == [
         ("toolu_s1", "result differs"), ("toolu_s3", "now succeeds")]
@@ -374,7 +378,8 @@ SEARCH_SCRIPT: list[dict[str, Any]] = [
 def _neutralise_paths(log: Path, replace: dict[str, str]) -> None:
     """Committed fixtures must not carry this machine's paths: rewrite them and re-chain, the
     way the writer would have written the records."""
-    from agent_cli.session_log import chain_hash, log_key, record_mac, serialize
+    from agent_cli.log.keys import log_key, record_mac
+    from agent_cli.log.writer import chain_hash, serialize
 
     def fix(value: Any) -> Any:
         if isinstance(value, str):

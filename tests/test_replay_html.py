@@ -30,8 +30,8 @@ from typing import Any, ClassVar
 
 import pytest
 
-from agent_cli import html_text
-from agent_cli.replay_html import CSP
+from agent_cli.log import html_text
+from agent_cli.log.html_export import CSP
 from tests.conftest import REPO
 from tests.test_session_log import make_session, text, tool_use
 

@@ -17,11 +17,12 @@ import pytest
 from typer.testing import CliRunner
 
 from agent_cli import events as ev
-from agent_cli import resume as rs
 from agent_cli.cli.app import app
 from agent_cli.config import Settings
 from agent_cli.errors import LogError
-from agent_cli.session_log import BadLine, read_events, verify
+from agent_cli.log import resume as rs
+from agent_cli.log.reader import BadLine, read_events
+from agent_cli.log.verify import verify
 from tests.fakes.anthropic_server import FakeAnthropic, strip_cache_control, text_reply
 from tests.test_session_log import PLUGIN, make_session, text, tool_use
 

@@ -14,12 +14,14 @@ from typing import Any
 import pytest
 
 from agent_cli import events as ev
-from agent_cli import session_log
 from agent_cli.approval import ScriptedApprover
 from agent_cli.config import Settings
+from agent_cli.log import keys, writer
+from agent_cli.log.reader import BadLine, read_events
+from agent_cli.log.verify import verify
+from agent_cli.log.writer import SessionLog
 from agent_cli.providers.scripted import ScriptedProvider
 from agent_cli.session import Session, load_registry
-from agent_cli.session_log import BadLine, SessionLog, read_events, verify
 
 PLUGIN = '''
 from pydantic import BaseModel
@@ -90,7 +92,7 @@ def test_each_record_is_one_ascii_line_chained_by_sha256(workspace: Path, tmp_pa
     assert [r["seq"] for r in recs] == list(range(1, len(recs) + 1))
     assert {r["v"] for r in recs} == {ev.LOG_FORMAT_VERSION}
     key = bytes.fromhex((Path(os.environ["AGENT_CLI_HOME"]) / "log.key").read_text())
-    assert recs[0]["key_id"] == session_log.key_id(key)
+    assert recs[0]["key_id"] == keys.key_id(key)
     prev = ""
     for r in recs:  # the rules, computed independently of the module
         body = {k: v for k, v in r.items() if k not in ("hash", "mac")}
@@ -198,14 +200,14 @@ def test_proposal_and_decision_are_fsynced_before_the_effect_runs(
         workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     log = tmp_path / "s.jsonl"
     synced: list[int] = []  # file size at each fsync
-    real_fsync = session_log.os.fsync
+    real_fsync = writer.os.fsync
 
     def spy(fd: int) -> None:
         real_fsync(fd)
         if log.exists():
             synced.append(log.stat().st_size)
 
-    monkeypatch.setattr(session_log.os, "fsync", spy)
+    monkeypatch.setattr(writer.os, "fsync", spy)
     tools = tmp_path / "tools"
     tools.mkdir()
     (tools / "probe.py").write_text(f'''
@@ -248,7 +250,7 @@ TOOL = Tool(name="probe", description="Looks at the log while it runs.", args=Ar
     (ev.TurnEnd(reason="end_turn"), True),
 ])
 def test_write_ahead_policy(event: ev.Event, want: bool) -> None:
-    assert session_log._needs_fsync(event) is want
+    assert writer._needs_fsync(event) is want
 
 
 def test_a_folder_or_missing_file_is_one_sentence(tmp_path: Path) -> None:
@@ -297,7 +299,7 @@ def test_a_write_after_close_is_dropped_not_a_crash(tmp_path: Path) -> None:
     """A late notice (an MCP server stopping after session_end) must not raise on the sealed
     file, and the file stays exactly as closed."""
     from agent_cli import events as ev
-    from agent_cli.session_log import SessionLog
+    from agent_cli.log.writer import SessionLog
 
     path = tmp_path / "s.jsonl"
     log = SessionLog(path)

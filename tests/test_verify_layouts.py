@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 from agent_cli import events as ev
-from agent_cli.session_log import REORDER_LOOKAHEAD, SessionLog, record_mac, verify
+from agent_cli.log.keys import record_mac
+from agent_cli.log.verify import REORDER_LOOKAHEAD, verify
+from agent_cli.log.writer import SessionLog
 
 KEY = bytes(range(32))
 

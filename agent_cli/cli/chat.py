@@ -144,9 +144,9 @@ def _resumed_history(common: Common, resume: str | None, continue_: bool, consol
         return None, None, [], []
     if resume is not None and continue_:
         raise fail("Use --resume LOG or --continue, not both.", EXIT_USAGE)
-    from agent_cli import log_store
-    from agent_cli import resume as rs
     from agent_cli.cli import sessions
+    from agent_cli.log import resume as rs
+    from agent_cli.log import store as log_store
     from agent_cli.ui.safe_rich import safe
 
     settings = common.settings()

@@ -81,7 +81,7 @@ def register(app: typer.Typer) -> None:
 
 
 def _default_log_dir(common: "Common") -> Path:
-    from agent_cli.log_store import sessions_dir
+    from agent_cli.log.store import sessions_dir
 
     settings = common.settings()
     stamp = time.strftime("%Y%m%d-%H%M%S")

@@ -32,13 +32,14 @@ def register(app: typer.Typer) -> None:
         from rich.text import Text
 
         from agent_cli.errors import LogError
-        from agent_cli.log_trust import judge
-        from agent_cli.session_log import log_key, verify
+        from agent_cli.log.keys import log_key
+        from agent_cli.log.trust import judge
+        from agent_cli.log.verify import verify
         from agent_cli.ui.safe_rich import safe
 
         out = Console(highlight=False)
         err = Console(stderr=True, highlight=False)
-        from agent_cli.log_store import resolve
+        from agent_cli.log.store import resolve
 
         file = resolve(log_arg, common.settings())
         try:
@@ -82,8 +83,8 @@ def register(app: typer.Typer) -> None:
         from rich.table import Table
 
         from agent_cli.errors import UsageError
-        from agent_cli.log_store import log_id, sessions_dir
-        from agent_cli.replay import list_sessions
+        from agent_cli.log.show import list_sessions
+        from agent_cli.log.store import log_id, sessions_dir
         from agent_cli.safe_text import one_line
         from agent_cli.ui.safe_rich import safe
 

@@ -54,8 +54,8 @@ def register(app: typer.Typer) -> None:
         decision taken, and the results. Never runs a tool or calls a model (unless --rerun)."""
         from rich.console import Console
 
-        from agent_cli import log_store
-        from agent_cli import replay as rp
+        from agent_cli.log import show as rp
+        from agent_cli.log import store as log_store
 
         settings = common.settings()
         log_file = log_store.resolve_optional(log_arg, last, settings, common.workspace_dir())
@@ -90,7 +90,7 @@ def register(app: typer.Typer) -> None:
             err.print(safe(f"warning: {message}; skipped", "yellow"))
 
         if output == "html":
-            from agent_cli.replay_html import export
+            from agent_cli.log.html_export import export
 
             page = export(log_file, turns=span, tools_only=tools_only,
                           prices=common.settings().prices, on_bad=on_bad)
@@ -103,7 +103,9 @@ def register(app: typer.Typer) -> None:
         elif output == "markdown":
             view = rp.MarkdownView(sys.stdout.write, log_file)
         else:
-            view = rp.TextView(Console(highlight=False), log_file)
+            from agent_cli.ui.views.replay import TextView
+
+            view = TextView(Console(highlight=False), log_file)
         rp.show(log_file, view, turns=span, tools_only=tools_only, on_bad=on_bad)
         sys.stdout.flush()
         raise typer.Exit(EXIT_OK)
@@ -112,7 +114,7 @@ def register(app: typer.Typer) -> None:
         """A replay of a log whose chain does not verify starts with a warning: what follows may
         have been edited."""
         from agent_cli.errors import LogError
-        from agent_cli.session_log import verify
+        from agent_cli.log.verify import verify
         from agent_cli.ui.safe_rich import safe
 
         try:
@@ -128,16 +130,19 @@ def register(app: typer.Typer) -> None:
     def _rerun(common: Common, log: Path, reuse: bool) -> int:
         from rich.console import Console
 
-        from agent_cli import rerun as rr
+        from agent_cli.log import rerun as rr
         from agent_cli.session import load_registry
+        from agent_cli.ui.render import Renderer
         from agent_cli.ui.terminal import Terminal
+        from agent_cli.ui.views.rerun_report import RerunReportView, turn_echo
 
         console = Console(highlight=False)
         approver = Terminal.detect().approver(console)
         settings = common.settings()
         registry, load = load_registry(settings, common.tools_dir)
         report = rr.rerun(log, settings=settings, workspace=common.workspace_dir(),
-                          registry=registry, approver=approver, console=console,
-                          reuse_approvals=reuse, log_path=common.log, load_errors=load.errors)
-        rr.print_rerun_report(report, console)
+                          registry=registry, approver=approver, sinks=[Renderer(console)],
+                          on_turn=turn_echo(console), reuse_approvals=reuse,
+                          log_path=common.log, load_errors=load.errors)
+        console.print(RerunReportView(report))
         return EXIT_DRIFT if report.drift else EXIT_OK

@@ -30,8 +30,8 @@ def pick(settings: Settings, workspace: Path, console: Console,
     newest). `ask` reads the answer (prompt-toolkit's prompt by default)."""
     from rich.table import Table
 
-    from agent_cli import log_store
-    from agent_cli.replay import summarize
+    from agent_cli.log import store as log_store
+    from agent_cli.log.show import summarize
     from agent_cli.safe_text import one_line
     from agent_cli.ui.safe_rich import safe
 

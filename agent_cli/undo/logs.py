@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 from agent_cli import __version__
 from agent_cli import events as ev
 from agent_cli.errors import AgentError, LogError, UsageError
-from agent_cli.session_log import BadLine, SessionLog, read_events
+from agent_cli.log.reader import BadLine, read_events
+from agent_cli.log.writer import SessionLog
 from agent_cli.undo.changes import ChangeSet, undoable
 
 if TYPE_CHECKING:
@@ -34,7 +35,7 @@ def undoable_in(path: Path) -> list[ChangeSet]:
 
 def trusted_sets(path: Path) -> list[ChangeSet]:
     """The undoable change sets of a log, oldest first, only if the log is trusted."""
-    from agent_cli.log_trust import check_trust
+    from agent_cli.log.trust import check_trust
 
     trust = check_trust(path)
     if not trust.trusted:
@@ -46,39 +47,30 @@ def trusted_sets(path: Path) -> list[ChangeSet]:
 
 
 def resolve_log(name: str, settings: Settings) -> Path:
-    """A path, or the file name of a log in the sessions folder (with or without .jsonl)."""
-    from agent_cli.log_store import sessions_dir
+    """The log a LOG argument names: log.store's one resolution (a path, a file name from `log
+    list`, or its id), as every command that takes a LOG uses it."""
+    from agent_cli.log.store import resolve
 
-    given = Path(name).expanduser()
-    if given.is_file():
-        return given
-    folder = sessions_dir(settings)
-    for candidate in (folder / name, folder / f"{name}.jsonl"):
-        if "/" not in name and candidate.is_file():
-            return candidate
-    raise UsageError(f"No log {name!r}: give a path, or a name from `agent-cli log list`.")
+    return resolve(name, settings)
 
 
 def latest_with_undo(settings: Settings, workspace: Path) -> Path:
-    """The newest log of this workspace that has something left to undo."""
-    from agent_cli.log_store import sessions_dir
+    """The newest log of this workspace that has something left to undo (among the SCAN_LOGS
+    newest logs of this workspace that log.store finds)."""
+    from itertools import islice
 
-    folder = sessions_dir(settings)
-    want = workspace.resolve()
-    logs = sorted(folder.glob("*.jsonl"), key=lambda p: p.stat().st_mtime, reverse=True) \
-        if folder.is_dir() else []
-    for path in logs[:SCAN_LOGS]:
+    from agent_cli.log.store import for_workspace, sessions_dir
+
+    for path, _start in islice(for_workspace(settings, workspace), SCAN_LOGS):
         try:
             events = log_events(path)
         except LogError:
             continue
-        start = next((e for e in events if isinstance(e, ev.SessionStart)), None)
-        if start is None or Path(start.workspace).resolve() != want:
-            continue
         if undoable(events):
             return path
-    raise UndoRefused(f"Nothing to undo for workspace {want}: no recent session in {folder} "
-                      "recorded a change that is not undone yet. Name a log: agent-cli undo LOG.")
+    raise UndoRefused(f"Nothing to undo for workspace {workspace.resolve()}: no recent session in "
+                      f"{sessions_dir(settings)} recorded a change that is not undone yet. Name a "
+                      "log: agent-cli undo LOG.")
 
 
 def select(sets_oldest_first: list[ChangeSet], to_id: str | None) -> list[ChangeSet]:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agent_cli.errors import UsageError
-from agent_cli.session_log import BadLine, read_records
+from agent_cli.log.reader import BadLine, read_records
 from agent_cli.undo.store import Store
 
 if TYPE_CHECKING:
@@ -62,11 +62,10 @@ class Pruned:
 
 def prune(settings: Settings, older_than_s: float, now: float | None = None,
           store: Store | None = None) -> Pruned:
-    from agent_cli.log_store import sessions_dir
+    from agent_cli.log.store import newest_first
 
     cutoff = (now if now is not None else time.time()) - older_than_s
-    folder = sessions_dir(settings)
-    logs = sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
+    logs = newest_first(settings)
     old = [p for p in logs if p.stat().st_mtime < cutoff]
     kept = [p for p in logs if p not in old]
     keep = referenced(kept)

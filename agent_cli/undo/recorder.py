@@ -58,7 +58,7 @@ class WorkspaceRecorder:
     @classmethod
     def for_session(cls, workspace: Path, settings: Settings) -> WorkspaceRecorder:
         from agent_cli.config import home
-        from agent_cli.log_store import sessions_dir
+        from agent_cli.log.store import sessions_dir
 
         limits = Limits(file_cap=int(getattr(settings, "undo_file_cap_mb", 50)) * MB,
                         session_cap=int(getattr(settings, "undo_store_cap_mb", 1024)) * MB)

@@ -23,12 +23,12 @@ from rich.console import Console
 from agent_cli import events as ev
 from agent_cli.approval import Approver
 from agent_cli.config import Settings
+from agent_cli.log.reader import read_events
 from agent_cli.loop import TurnResult
 from agent_cli.providers.base import ModelRequest, ModelResponse
 from agent_cli.providers.scripted import FunctionProvider, ScriptedProvider
 from agent_cli.safe_text import segments
 from agent_cli.session import Session, load_registry
-from agent_cli.session_log import read_events
 from agent_cli.tools.loader import LoadReport
 from agent_cli.tools.registry import Registry
 from agent_cli.ui.panel import PROMPT_RE, TerminalApprover

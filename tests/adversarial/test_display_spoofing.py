@@ -16,8 +16,9 @@ from typing import Any
 import pytest
 
 from agent_cli import events as ev
+from agent_cli.log.show import MarkdownView, show
 from agent_cli.providers.scripted import ScriptedProvider
-from agent_cli.replay import MarkdownView, TextView, show
+from agent_cli.ui.views.replay import TextView
 
 from .conftest import (
     MARKUP,

@@ -25,7 +25,7 @@ from agent_cli.approval import (
     NonInteractiveApprover,
 )
 from agent_cli.calls import Call
-from agent_cli.session_log import log_key
+from agent_cli.log.keys import log_key
 from agent_cli.tools.base import args_digest, sha256_json
 from agent_cli.ui.panel import TerminalApprover
 

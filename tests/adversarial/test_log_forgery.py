@@ -27,10 +27,12 @@ from agent_cli import events as ev
 from agent_cli.approval import ScriptedApprover
 from agent_cli.cli.app import app
 from agent_cli.config import Settings
-from agent_cli.log_trust import check_trust
+from agent_cli.log.keys import key_id
+from agent_cli.log.reader import read_events
+from agent_cli.log.trust import check_trust
+from agent_cli.log.verify import verify
 from agent_cli.providers.scripted import ScriptedProvider
 from agent_cli.session import Session, load_registry
-from agent_cli.session_log import key_id, read_events, verify
 from agent_cli.tools.base import sha256_json
 from tests.logtools import my_key, records_of, write_chain
 
@@ -244,7 +246,7 @@ def test_the_log_is_checked_and_read_from_one_snapshot(tmp_path: Path, victim_ws
     rec_ws.mkdir()
     _record(Path(os.environ["AGENT_CLI_HOME"]), rec_ws, log, ["true"])
     evil = _spliced(tmp_path)
-    import agent_cli.session_log as sl
+    import agent_cli.log.verify as sl
 
     real_verify = sl.verify
 

@@ -20,9 +20,9 @@ from agent_cli import events as ev
 from agent_cli.approval import ScriptedApprover
 from agent_cli.config import load_settings
 from agent_cli.errors import PathRefused
+from agent_cli.log.reader import read_events
 from agent_cli.providers.scripted import ScriptedProvider
 from agent_cli.session import Session, load_registry
-from agent_cli.session_log import read_events
 from agent_cli.tools.paths import read_text_capped, resolve_in_workspace
 from tests.logtools import my_key
 

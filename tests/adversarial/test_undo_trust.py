@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from agent_cli.log_trust import check_trust
-from agent_cli.session_log import chain_hash, serialize
+from agent_cli.log.trust import check_trust
+from agent_cli.log.writer import chain_hash, serialize
 from tests.test_undo import run_session, sh, undo_cli
 
 

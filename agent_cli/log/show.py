@@ -1,10 +1,11 @@
-"""Show a session log again: the text, Markdown and JSONL views behind `agent-cli replay`, and
-the summaries behind `agent-cli log list`.
+"""Show a session log again: the records `agent-cli replay` hands to a view (the chosen turns, bad
+lines reported in place), the Markdown and JSONL views, and the summaries behind `agent-cli log
+list`.
 
-Everything here streams the log (one line at a time through session_log's reader). Showing never
-executes a tool and never calls a model: it turns recorded events back into what the terminal
-showed, through the same renderer, panel and sanitiser as a live session. Running a log again is
-rerun.py; rebuilding its conversation to resume it is resume.py.
+Everything here streams the log (one line at a time through log.reader). Showing never executes a
+tool and never calls a model. There is no Rich here: the text view, which draws the records as the
+terminal showed them, is ui/views/replay.py; the HTML page is html_export.py. Running a log again
+is rerun.py; rebuilding its conversation to resume it is resume.py.
 """
 
 from __future__ import annotations
@@ -18,14 +19,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, assert_never
 
 from agent_cli import events as ev
-from agent_cli.calls import call_of
 from agent_cli.errors import LogError, UsageError
+from agent_cli.log.reader import BadLine, read_records, to_event
+from agent_cli.log.writer import serialize
 from agent_cli.safe_text import one_line, sanitize
-from agent_cli.session_log import BadLine, read_records, to_event
 
 if TYPE_CHECKING:
-    from rich.console import Console
-
     from agent_cli.config import Settings
 
 TOOL_EVENTS = (ev.ToolProposed, ev.ToolInvalid, ev.Approval, ev.ToolStarted, ev.ToolResultEvent)
@@ -78,7 +77,7 @@ def summarize(path: Path) -> Summary:
 
 def list_sessions(settings: Settings, workspace: Path | None = None,
                   limit: int = 20) -> list[Summary]:
-    from agent_cli.log_store import newest_first, same_workspace
+    from agent_cli.log.store import newest_first, same_workspace
 
     logs = newest_first(settings)
     out: list[Summary] = []
@@ -166,92 +165,12 @@ class JsonlView:
         self.write = write
 
     def __call__(self, event: ev.Event, record: dict[str, Any]) -> None:
-        self.write(json.dumps(record, ensure_ascii=True, separators=(",", ":")) + "\n")
+        self.write(serialize(record).decode("ascii") + "\n")
 
 
-def _when(ts: float) -> str:
+def when(ts: float) -> str:
+    """A recorded time as every view shows it (UTC, to the second)."""
     return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(ts))
-
-
-class TextView:
-    """What the terminal showed: the live Renderer for events, the live approval panel for each
-    decision a person made, followed by the answer that was typed."""
-
-    def __init__(self, console: Console, log_path: Path) -> None:
-        from agent_cli.ui.render import Renderer
-
-        self.console = console
-        self.log_path = log_path
-        self.renderer = Renderer(console)
-        self.proposed: dict[str, Any] = {}
-        self.sources: dict[str, str] = {}
-        self.log_turn = 0
-        """The number of the turn being shown (set by `show`, counted in the whole log)."""
-
-    def __call__(self, event: ev.Event, record: dict[str, Any]) -> None:
-        from rich.text import Text
-
-        from agent_cli.ui.safe_rich import safe
-
-        c = self.console
-        match event:
-            case ev.SessionStart():
-                self.sources = {t.name: t.source for t in event.tools}
-                c.print(Text.assemble(("agent-cli", "bold"), " · ")
-                        + safe(f"{event.provider}:{event.model} · workspace {event.workspace}"))
-                note = f"replay of {self.log_path}, recorded {_when(event.ts)}"
-                if event.continues:
-                    note += f", continuing {event.continues}"
-                c.print(safe(note + "; nothing is run again.", "dim"))
-            case ev.UserMessage():
-                c.print(Text(f"── turn {self.log_turn:d} ──", style="dim"))
-                c.print(Text("› ", style="bold") + safe(event.text))
-            case ev.ModelReply():
-                for block in event.content:
-                    if block.get("type") == "text" and block.get("text"):
-                        self.renderer(ev.TextDelta(str(block["text"])))
-                self.renderer(event)
-            case ev.ToolProposed():
-                self.proposed[event.id] = event.input
-                self.renderer(event)
-            case ev.Approval():
-                self._approval(event)
-                self.renderer(event)
-            case ev.ToolResultEvent():
-                self.proposed.pop(event.id, None)
-                self.renderer(event)
-            case ev.SessionEnd():
-                c.print(safe(f"(session ended: {event.reason})", "dim"))
-            case (ev.ToolInvalid() | ev.ToolStarted() | ev.ErrorEvent() | ev.Interrupt()
-                  | ev.TurnEnd() | ev.Notice()):
-                self.renderer(event)
-            case ev.Effects() | ev.Undo():
-                pass  # the live terminal showed nothing for these (the export lists them)
-            case _:
-                assert_never(event)
-
-    def _approval(self, event: ev.Approval) -> None:
-        from rich.text import Text
-
-        from agent_cli.ui.panel import approval_panel, prompt_line
-        from agent_cli.ui.safe_rich import safe
-
-        if event.by == "recording":
-            self.console.print(Text("✓ ", style="green")
-                               + safe(f"{event.name}: approved again (identical to a call "
-                                      "approved in the recording)", "dim"))
-            return
-        if event.by != "user":
-            return  # read-only calls showed no panel; rule and policy denials print as live
-        request = call_of(event, self.proposed.get(event.id), self.sources.get(event.name, ""))
-        self.console.print(approval_panel(request))
-        if event.decision == "approved":
-            answer = "y"
-        else:
-            answer = "n" + (f" {event.reason}" if event.reason else "")
-        self.console.print(safe(prompt_line(request)) + safe(answer, "bold"))
-        if event.decision == "denied":
-            self.console.print(Text("Denied.", style="red"))
 
 
 def _fence(text: str, lang: str = "") -> str:
@@ -283,7 +202,7 @@ class MarkdownView:
         match event:
             case ev.SessionStart():
                 w(f"# Session {_md_inline(self.log_path.name)}\n\n"
-                  f"- started: {_when(event.ts)}\n"
+                  f"- started: {when(event.ts)}\n"
                   f"- model: {_md_inline(event.provider + ':' + event.model)}\n"
                   f"- workspace: {_md_inline(event.workspace)}\n")
                 if event.continues:

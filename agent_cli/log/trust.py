@@ -11,7 +11,7 @@ So a log is trusted only when ALL of these hold, and the first that does not is 
 
 - it is a regular file that can be read (never a FIFO or device);
 - this user has a log key;
-- `session_log.verify` with that key finds no fault AND not a single warning: no torn or cut line,
+- `verify.verify` with that key finds no fault AND not a single warning: no torn or cut line,
   no NUL debris, no session signed with another key or with none (a foreign session appended to
   the user's own log), no record of a newer format, and the last session ended (`session_end`);
 - every session in it is signed with this key (`key_id` matches) and every record carries a MAC
@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 from agent_cli.errors import LogError
 
 if TYPE_CHECKING:
-    from agent_cli.session_log import VerifyResult
+    from agent_cli.log.verify import VerifyResult
 
 __all__ = ["LogTrust", "check_trust", "judge", "trusted_copy"]
 
@@ -65,7 +65,8 @@ def check_trust(path: Path, key: bytes | None = None) -> LogTrust:
     `key` is the log key to check against; None means this user's own key from AGENT_CLI_HOME
     (the normal case; tests and tools pass one explicitly). Never raises for a bad log: an
     unreadable, forged or foreign one is simply not trusted, with the reason."""
-    from agent_cli.session_log import log_key, verify
+    from agent_cli.log.keys import log_key
+    from agent_cli.log.verify import verify
 
     if key is None:
         try:
@@ -106,7 +107,7 @@ def judge(result: VerifyResult) -> LogTrust:
 def trusted_copy(path: Path) -> Iterator[Path]:
     """A private copy of the log (0600, in a 0700 temporary folder), removed afterwards. Check
     and use the copy: the original could be rewritten between a check and a read of it."""
-    from agent_cli.session_log import open_log
+    from agent_cli.log.reader import open_log
 
     folder = Path(tempfile.mkdtemp(prefix="agent-cli-log-"))
     try:

@@ -68,7 +68,7 @@ def newest_first(settings: Settings) -> list[Path]:
 def first_start(path: Path) -> ev.SessionStart | None:
     """The session_start record a log opens with, or None (a torn or foreign file)."""
     from agent_cli import events as ev
-    from agent_cli.session_log import BadLine, read_records, to_event
+    from agent_cli.log.reader import BadLine, read_records, to_event
 
     for lineno, rec in read_records(path):
         if isinstance(rec, BadLine):

@@ -26,9 +26,12 @@ from agent_cli import __version__
 from agent_cli import events as ev
 from agent_cli.calls import Call, call_of
 from agent_cli.errors import LogError
-from agent_cli.html_text import markdown, text
+from agent_cli.log.html_text import markdown, text
+from agent_cli.log.keys import key_id, log_key
+from agent_cli.log.reader import BadLine, read_records
+from agent_cli.log.show import show, when
+from agent_cli.log.verify import verify
 from agent_cli.safe_text import one_line
-from agent_cli.session_log import BadLine, key_id, log_key, read_records, verify
 from agent_cli.usage import UsageMeter, fmt_cost
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'"
@@ -138,7 +141,7 @@ class Integrity:
 
 
 def check_integrity(path: Path) -> Integrity:
-    """session_log.verify (hash chain, seq, MACs when signed by this user's key) plus the key
+    """verify.verify (hash chain, seq, MACs when signed by this user's key) plus the key
     check: signed by this user's log key, by another key, or not at all."""
     try:
         result = verify(path)
@@ -164,10 +167,6 @@ def check_integrity(path: Path) -> Integrity:
     else:
         verdict = f"hash chain BROKEN: {result.fault}"
     return Integrity(result.ok, verdict, signature, list(result.warnings))
-
-
-def _when(ts: float) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(ts))
 
 
 def _value_text(value: Any) -> str:
@@ -244,7 +243,7 @@ class HtmlView:
                 if self.start is None:
                     self.start = event
                 else:
-                    w(f'<div class="event dim">session resumed {text(_when(event.ts))}: '
+                    w(f'<div class="event dim">session resumed {text(when(event.ts))}: '
                       f"{text(event.provider + ':' + event.model)}</div>")
                 tools = "".join(f"<li><b>{text(t.name)}</b> "
                                 f'<span class="effect-{"read" if t.effect == "read" else "write"}">'
@@ -326,7 +325,7 @@ class HtmlView:
             case ev.SessionEnd():
                 self._close_turn()
                 w(f'<div class="event dim">session ended: {text(event.reason)} '
-                  f"({text(_when(event.ts))})</div>")
+                  f"({text(when(event.ts))})</div>")
             case _:
                 assert_never(event)
 
@@ -374,9 +373,9 @@ class HtmlView:
             if start.continues:
                 meta.append(("continues", start.continues))
         if self.first_ts is not None:
-            meta.append(("started", _when(self.first_ts)))
+            meta.append(("started", when(self.first_ts)))
         if self.last_ts is not None:
-            meta.append(("last event", _when(self.last_ts)))
+            meta.append(("last event", when(self.last_ts)))
         total = self.usage.total()
         cost = self.usage.cost()
         usage = (f"{self.usage.requests} model requests · {total.get('input_tokens', 0):,} in / "
@@ -405,7 +404,7 @@ class HtmlView:
             f"{integrity}{bad}</header>\n<main>\n"
         )
         foot = (f'\n</main>\n<footer class="page">exported by agent-cli {text(__version__)} on '
-                f"{text(_when(time.time()))}; every string from the log is shown as text."
+                f"{text(when(time.time()))}; every string from the log is shown as text."
                 "</footer>\n</body>\n</html>\n")
         return head + "\n".join(p for p in self.parts if p) + foot
 
@@ -413,7 +412,7 @@ class HtmlView:
 def panel_html(request: Call) -> str:
     """The approval panel as the terminal showed it: title with the call id, tool, effect,
     source, extra rows, every argument in full, the preview diff, and the same warnings."""
-    from agent_cli.ui.panel import hidden_summary, lookalike_summary
+    from agent_cli.call_warnings import hidden_summary, lookalike_summary
 
     effect_cls = "effect-read" if request.effect == "read" else "effect-write"
     rows = [("tool", f'<span class="name">{text(request.name)}</span>'),
@@ -441,8 +440,6 @@ def export(path: Path, *, turns: tuple[int, int | None] | None = None, tools_onl
            prices: Mapping[str, Mapping[str, float]] | None = None,
            on_bad: Callable[[str], None] | None = None) -> str:
     """The whole page for the log at `path`."""
-    from agent_cli.replay import show
-
     view = HtmlView(path, check_integrity(path), prices)
 
     def bad(message: str) -> None:

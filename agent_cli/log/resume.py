@@ -22,7 +22,7 @@ from agent_cli.conversation import (
     tool_uses,
 )
 from agent_cli.errors import LogError
-from agent_cli.session_log import BadLine, read_events
+from agent_cli.log.reader import BadLine, read_events
 
 if TYPE_CHECKING:
     from agent_cli.config import Settings
@@ -110,6 +110,6 @@ def resume_notes(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
 def latest_log_for(settings: Settings, workspace: Path) -> Path:
     """The most recently written log in the sessions folder whose session_start names this
     workspace (log_store holds the search)."""
-    from agent_cli.log_store import latest_for
+    from agent_cli.log.store import latest_for
 
     return latest_for(settings, workspace)

@@ -2,8 +2,9 @@
 through the real loop, run the tools again (write calls ask again, unless ReuseApprovals finds
 the byte-identical call approved in the recording), and report where the results drift.
 
-Unlike showing (replay.py), which streams, a rerun holds the recorded model replies to feed them
-back.
+Unlike showing (show.py), which streams, a rerun holds the recorded model replies to feed them
+back. No Rich here: the caller passes the sinks that draw the events, and
+ui/views/rerun_report.py draws the report.
 """
 
 from __future__ import annotations
@@ -19,14 +20,13 @@ from agent_cli import events as ev
 from agent_cli.approval import Approver
 from agent_cli.calls import Approved, Call, Decision
 from agent_cli.errors import LogError
-from agent_cli.safe_text import one_line
-from agent_cli.session_log import BadLine, read_events
+from agent_cli.log.reader import BadLine, read_events
 from agent_cli.tools.base import canonical_json
 
 if TYPE_CHECKING:
-    from rich.console import Console
-
     from agent_cli.config import Settings
+    from agent_cli.providers.base import ModelRequest, ModelResponse, StatusSink, TextSink
+    from agent_cli.session import Sink
     from agent_cli.tools.registry import Registry
 
 ApprovalKey = tuple[str, str, str, str]
@@ -107,7 +107,7 @@ def load_trusted_recording(path: Path) -> Recording:
     """The recording, for reusing its approvals: only from a log that `log_trust.check_trust`
     trusts (every record signed with this user's key, a clean chain, no warning), and read from
     the very snapshot that was checked. Anything else is refused with the reason."""
-    from agent_cli.log_trust import check_trust, trusted_copy
+    from agent_cli.log.trust import check_trust, trusted_copy
 
     with trusted_copy(path) as copy:
         trust = check_trust(copy)
@@ -149,6 +149,8 @@ class RerunReport:
     drift: list[Drift] = field(default_factory=list)
     tools: list[ToolDrift] = field(default_factory=list)
     calls: int = 0
+    requests: int = 0
+    """Model requests the rerun answered from the recording."""
     log_path: Path | None = None
     warnings: list[str] = field(default_factory=list)
 
@@ -206,18 +208,48 @@ def compare(rec: Recording, now: dict[str, ev.ToolResultEvent], redact: Callable
     return out
 
 
+class RecordedReplies:
+    """The provider a rerun is built with: the recorded model replies, one turn at a time.
+
+    The session holds this one provider from construction to the end (its `provider` and its
+    loop's are the same object); `begin(i)` moves it to turn i's replies, so a turn that makes
+    fewer requests than the recording did never hands its leftovers to the next turn."""
+
+    name = "scripted"
+
+    def __init__(self, turns: list[RecordedTurn], *, model: str, source: str) -> None:
+        from agent_cli.providers.scripted import ScriptedProvider
+
+        self.model = model
+        self._turns = turns
+        self._source = source
+        self._current = ScriptedProvider([], model=model, source=source)
+        self.requests = 0
+        """Model requests answered from the recording, over all turns."""
+
+    def begin(self, index: int) -> None:
+        from agent_cli.providers.scripted import ScriptedProvider
+
+        turn = self._turns[index]
+        self._current = ScriptedProvider(turn.replies, model=self.model,
+                                         source=f"{self._source} (turn {index + 1})")
+
+    def complete(self, request: ModelRequest, on_text: TextSink,
+                 on_status: StatusSink) -> ModelResponse:
+        self.requests += 1
+        return self._current.complete(request, on_text, on_status)
+
+
 def rerun(path: Path, *, settings: Settings, workspace: Path, registry: Registry,
-          approver: Approver, console: Console, reuse_approvals: bool = False,
+          approver: Approver, sinks: Iterable[Sink] = (),
+          on_turn: Callable[[str], None] | None = None, reuse_approvals: bool = False,
           log_path: Path | None = None, load_errors: Iterable[str] = ()) -> RerunReport:
     """Feed the recorded model replies back through the real loop in `workspace`; tools run
-    again, write calls ask again. Returns what differs from the recording."""
-    from rich.text import Text
-
-    from agent_cli.providers.scripted import ScriptedProvider
+    again, write calls ask again. `sinks` see every event (the terminal's renderer); `on_turn`
+    is told each recorded user message as it is sent again. Returns what differs from the
+    recording (ui/views/rerun_report.py draws it)."""
     from agent_cli.session import Session, make_redactor
     from agent_cli.tools.loader import LoadReport
-    from agent_cli.ui.render import Renderer
-    from agent_cli.ui.safe_rich import safe
 
     rec = load_trusted_recording(path) if reuse_approvals else load_recording(path)
     if rec.start is None and not rec.turns:
@@ -232,22 +264,22 @@ def rerun(path: Path, *, settings: Settings, workspace: Path, registry: Registry
             now[event.id] = event
 
     model = rec.start.model if rec.start is not None else "scripted"
-    session = Session(settings, workspace=workspace,
-                      provider=ScriptedProvider([], model=model, source=str(path)),
+    provider = RecordedReplies(rec.turns, model=model, source=str(path))
+    session = Session(settings, workspace=workspace, provider=provider,
                       registry=registry, approver=gate_approver,
-                      sinks=[Renderer(console), collect], log_path=log_path,
+                      sinks=[*sinks, collect], log_path=log_path,
                       load_report=LoadReport(errors=list(load_errors)))
     report.log_path = session.log_path
     session.start()
     session.emit(ev.Notice(message=f"rerun of {path}", kind="rerun"))
     try:
-        for i, turn in enumerate(rec.turns, start=1):
+        for i, turn in enumerate(rec.turns):
             if turn.fresh:
                 session.history.clear()
-            session.loop.provider = ScriptedProvider(turn.replies, model=model,
-                                                     source=f"{path} (turn {i})")
+            provider.begin(i)
             session.loop.limits.max_turns = max(1, len(turn.replies))
-            console.print(Text("› ", style="bold") + safe(turn.text))
+            if on_turn is not None:
+                on_turn(turn.text)
             session.send(turn.text)
     except KeyboardInterrupt:
         session.close("interrupted")
@@ -256,38 +288,5 @@ def rerun(path: Path, *, settings: Settings, workspace: Path, registry: Registry
     redactor = make_redactor(settings)
     report.drift = compare(rec, now, redactor.text, [*rec.workspaces, str(session.workspace)])
     report.calls = len(now)
+    report.requests = provider.requests
     return report
-
-
-def print_rerun_report(report: RerunReport, console: Console) -> None:
-    from rich.table import Table
-    from rich.text import Text
-
-    from agent_cli.ui.safe_rich import safe
-
-    if report.tools:
-        table = Table(title="Tools changed since the recording", title_justify="left")
-        table.add_column("tool")
-        table.add_column("change", overflow="fold")
-        for t in report.tools:
-            table.add_row(safe(t.tool), safe(t.what))
-        console.print(table)
-    for w in report.warnings:
-        console.print(safe(f"warning: {w}", "yellow"))
-    if not report.drift:
-        console.print(Text(f"No drift: all {report.calls:d} call results match the recording.",
-                           style="green"))
-    else:
-        table = Table(title=f"Drift: {len(report.drift):d} call(s) differ from the recording",
-                      title_justify="left")
-        table.add_column("call", overflow="fold")
-        table.add_column("tool")
-        table.add_column("what")
-        table.add_column("recorded", overflow="fold")
-        table.add_column("now", overflow="fold")
-        for d in report.drift:
-            table.add_row(safe(d.call_id), safe(d.tool), safe(d.what),
-                          safe(one_line(d.recorded, 160)), safe(one_line(d.now, 160)))
-        console.print(table)
-    if report.log_path is not None:
-        console.print(safe(f"Rerun log: {report.log_path}", "dim"))

@@ -1,0 +1,290 @@
+"""`agent-cli log verify`: the hash chain, the seq numbers, the writer's byte form and the MACs of
+a session log, checked line by line in one streaming pass.
+
+docs/session-log.md gives the arithmetic (`hash` = sha256(previous hash + canonical JSON of the
+record without `hash` and `mac`), `mac` = HMAC-SHA256 of `hash` under the log key) and the faults
+this names: edited, dropped, inserted, reordered, forged. `trust.check_trust` is the stricter
+question built on it: may this log be acted on?
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import OrderedDict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from agent_cli import events as ev
+from agent_cli.log.keys import key_id, log_key, mac_function
+from agent_cli.log.reader import BadLine, _read_with_bytes
+from agent_cli.log.writer import json_encoder
+
+_canonical = json_encoder(sort_keys=True, ascii_only=False)
+"""canonical_json: sorted keys, every character as itself (the hash is over its UTF-8)."""
+_canonical_ascii = json_encoder(sort_keys=True, ascii_only=True)
+"""The same with ASCII escapes: identical output for a record of printable ASCII."""
+_serialize = json_encoder(sort_keys=False, ascii_only=True)
+"""writer.serialize's form (field order, ASCII)."""
+
+
+def _writer_form(record: dict[str, Any]) -> bytes | None:
+    """The line the writer produces for `record`; None when it cannot be encoded."""
+    try:
+        return _serialize(record).encode("ascii")
+    except (RecursionError, ValueError):
+        return None
+
+
+def _simple(value: Any) -> bool:
+    """A hash or MAC as the writer writes it: hex, its own JSON encoding between quotes."""
+    return type(value) is str and value.isascii() and value.isalnum()
+
+
+def _floats_as_written(record: dict[str, Any], raw: bytes) -> bool:
+    """Whether every float of the record is a top-level field written as `repr` writes it
+    (`"ts":1796122451.9576025,`), and no float sits deeper. False sends the line to the general
+    check, which encodes it whole.
+
+    Where the match is found it is that field: a `"` inside a JSON string is always escaped,
+    so `"name":` can only be a key, and no nested object holds a float."""
+    for name, value in record.items():
+        kind = type(value)
+        if kind is float:
+            if not name.isidentifier() or not name.isascii():
+                return False
+            token = f'"{name}":{value!r}'.encode("ascii")
+            at = raw.find(token)
+            if at < 0 or raw[at + len(token):at + len(token) + 1] not in (b",", b"}"):
+                return False
+        elif (kind is dict or kind is list) and value:
+            stack = [value]
+            while stack:
+                item = stack.pop()
+                kind = type(item)
+                if kind is dict:
+                    stack.extend(item.values())
+                elif kind is list:
+                    stack.extend(item)
+                elif kind is float:
+                    return False
+    return True
+
+
+def _writer_length(body: str, claimed: str, mac: str | None) -> int:
+    """The length of the writer's line for a record whose body encodes to `body` (canonical,
+    ASCII), with `"hash":claimed` and `"mac":mac` among its fields.
+
+    Why, for a line that passed the fast path's tests, the length and the count of `:` decide
+    the byte check without a second encoding: the line is ASCII with no \\u escape and no DEL,
+    every float in it is written as `repr` writes it (_floats_as_written), and the writer's line
+    holds the very tokens of the canonical body plus `hash` and `mac`, in another order of
+    fields. Every other way to write the same values is longer (`-0` for 0, `\\/` for /,
+    whitespace between tokens) or adds a `:` (a repeated key, whose earlier value the parser
+    drops). So a line of the writer's length and the writer's count of `:` is the writer's
+    line, byte for byte."""
+    # ,"hash":"<hex>"  and  ,"mac":"<hex>"  (the body holds `seq`, so it is not empty)
+    return len(body) + 10 + len(claimed) + (9 + len(mac) if mac is not None else 0)
+
+
+REORDER_LOOKAHEAD = 4096
+"""How far `verify` looks ahead for a missing seq to tell "reordered" from "dropped"."""
+
+
+@dataclass
+class VerifyResult:
+    count: int = 0
+    """Events whose hash and seq chain correctly."""
+    head: str = ""
+    """The last good hash: pin it elsewhere to detect a rewrite of the whole tail."""
+    fault: str | None = None
+    """The first integrity fault, naming the line; None when the chain holds."""
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.fault is None
+
+
+def _describe(rec: dict[str, Any]) -> str:
+    seq, kind = rec.get("seq"), rec.get("type", "?")
+    shown = str(seq) if isinstance(seq, int) and abs(seq) < 10**18 else "?"
+    return f"seq {shown}, {kind if isinstance(kind, str) else '?'}"
+
+
+def verify(path: Path, key: bytes | Literal["auto"] | None = "auto") -> VerifyResult:
+    """Check the hash chain and seq numbers line by line, streaming. Stops at the first fault and
+    says which line and what: edited, dropped, inserted or reordered. Crash debris (a torn last
+    line, a cut line or NUL bytes that the chain steps over) is a warning, not a fault.
+
+    `key` is the log key whose MACs are checked (default: this user's, from AGENT_CLI_HOME);
+    sessions signed with another key, or none, are chain-checked only and get a warning.
+    `log_trust.check_trust` is the stricter question: may this log be acted on?"""
+    res = VerifyResult()
+    prev_hash = ""
+    prev_bytes = b""
+    expected = 1
+    recent: OrderedDict[str, int] = OrderedDict()
+    """The last hashes seen. An OrderedDict: dropping a plain dict's first key rescans the
+    deleted slots before it each time, which cost 3 us per record on a long log."""
+    pending_debris: list[BadLine] = []
+    last_type = ""
+    approved: set[str] = set()
+    state = {"ended": False}
+    local = log_key(create=False) if key == "auto" else key
+    local_id = key_id(local) if local is not None else None
+    mac_of = mac_function(local) if local is not None else None
+    signed = False
+    with_bytes = _read_with_bytes(path)
+    records = ((n, item) for n, item, _raw in with_bytes)  # what _classify reads ahead in
+    sha256 = hashlib.sha256
+    lookahead = REORDER_LOOKAHEAD
+    for lineno, rec, raw in with_bytes:
+        if isinstance(rec, BadLine):
+            if rec.debris or rec.torn:
+                pending_debris.append(rec)
+                continue
+            res.fault = f"line {lineno}: {rec.reason}; it was inserted or overwritten"
+            return res
+        seq = rec.get("seq")
+        claimed = rec.get("hash")
+        if not isinstance(claimed, str) or not isinstance(seq, int) or isinstance(seq, bool):
+            res.fault = (f"line {lineno}: a record without a valid seq and hash "
+                         f"({rec.get('type', '?')}); it was inserted or edited")
+            return res
+        # (`hash` needs no such test: the length is used only once it equals a hex digest.)
+        if (b"\\u" not in raw and raw.isascii() and b"\x7f" not in raw
+                and _simple(rec.get("mac", "0")) and _floats_as_written(rec, raw)):
+            # The common line: one encoding, the canonical body; the byte check follows from
+            # it (see _writer_length for why the length then decides).
+            mac = rec.pop("mac", None)
+            del rec["hash"]
+            try:
+                # No \\u escape, no DEL, no byte past ASCII: every character of the record is
+                # one both canonical encoders write alike, and the ASCII one is faster.
+                text = _canonical_ascii(rec)
+            except (RecursionError, ValueError):
+                res.fault = f"line {lineno} ({_describe(rec)}): nested too deeply to check"
+                return res
+            computed = sha256(prev_bytes + text.encode("ascii")).hexdigest()
+            members = 2 if mac is not None else 1
+            writer_form = (len(raw) == _writer_length(text, claimed, mac)
+                           and raw.count(b":") == text.count(":") + members)
+        else:
+            # Any other line: the writer's form by encoding the record as read (`hash` and
+            # `mac` in place); then without them the record is the chained body itself.
+            full = _writer_form(rec)
+            mac = rec.pop("mac", None)
+            del rec["hash"]
+            try:
+                body = _canonical(rec).encode("utf-8", "surrogatepass")
+            except (RecursionError, ValueError):
+                res.fault = f"line {lineno} ({_describe(rec)}): nested too deeply to check"
+                return res
+            computed = sha256(prev_bytes + body).hexdigest()
+            writer_form = full is not None and raw == full
+        if computed != claimed or seq != expected:
+            if pending_debris and claimed not in recent:
+                bad = pending_debris[0]
+                res.fault = (f"line {bad.lineno}: {bad.reason}, and the chain does not continue "
+                             "over it: the record there was edited, damaged or dropped")
+            else:
+                res.fault = _classify(lineno, rec, seq, expected, claimed, recent, records)
+            return res
+        if not writer_form:
+            res.fault = (f"line {lineno} ({_describe(rec)}) was edited: its bytes are not the "
+                         "form the writer produces, though its values still match the hash")
+            return res
+        if pending_debris:
+            for bad in pending_debris:
+                res.warnings.append(f"line {bad.lineno}: {bad.reason}; the chain continues "
+                                    "over it")
+            pending_debris.clear()
+        problem = _check_structure(rec, approved, state)
+        if problem:
+            res.fault = f"line {lineno} ({_describe(rec)}): {problem}"
+            return res
+        if rec.get("type") == "session_start":
+            kid = rec.get("key_id")
+            signed = local is not None and kid == local_id
+            if not signed:
+                res.warnings.append(
+                    f"line {lineno}: this session was signed with another log key (id {kid}); "
+                    "only its hash chain was checked" if kid else
+                    f"line {lineno}: this session carries no key id; only its hash chain was "
+                    "checked")
+        if signed and mac_of is not None and mac != mac_of(claimed):
+            what = "has no MAC" if mac is None else "has a MAC that does not match"
+            res.fault = (f"line {lineno} ({_describe(rec)}) {what} this user's log key: it was "
+                         "forged (written or rewritten by something without the key)")
+            return res
+        res.count += 1
+        prev_hash = claimed
+        prev_bytes = claimed.encode("ascii")  # (it equals a hex digest computed above)
+        expected = seq + 1
+        last_type = str(rec.get("type", ""))
+        recent[claimed] = lineno
+        if len(recent) > lookahead:
+            recent.popitem(last=False)
+        v = rec.get("v", 1)
+        if isinstance(v, int) and v > ev.LOG_FORMAT_VERSION and not res.warnings:
+            res.warnings.append(f"line {lineno}: written by a newer format (v{v}); its fields "
+                                "were chained but not all understood")
+    for bad in pending_debris:
+        if not bad.torn:
+            # A crash leaves a line without its newline; a complete bad line at the end was
+            # written or edited by something else.
+            res.fault = (f"line {bad.lineno}: {bad.reason}; no record follows it, so it is not "
+                         "a crash's torn write: the last record was edited or damaged")
+            return res
+        res.warnings.append(f"line {bad.lineno}: {bad.reason}; skipped")
+    res.head = prev_hash
+    if res.count == 0:
+        res.fault = "no log records in this file"
+    elif last_type != "session_end":
+        res.warnings.append("the log does not end with session_end: the session crashed, is "
+                            "still running, or its last lines were removed (compare the head "
+                            "hash with a copy you trust)")
+    return res
+
+
+def _check_structure(rec: dict[str, Any], approved: set[str],
+                     state: dict[str, bool]) -> str | None:
+    """A chained record must still make sense: no call runs without a recorded approval, and
+    nothing but a new session follows a session's end."""
+    kind = rec.get("type")
+    if state["ended"] and kind != "session_start":
+        return "comes after session_end, where only a new session_start may follow"
+    state["ended"] = kind == "session_end"
+    if kind == "session_start":
+        approved.clear()
+    elif kind == "approval" and rec.get("decision") == "approved":
+        approved.add(str(rec.get("id")))
+    elif kind == "tool_started" and str(rec.get("id")) not in approved:
+        return "a tool started without a recorded approval (the approval line was removed?)"
+    return None
+
+
+def _classify(lineno: int, rec: dict[str, Any], seq: int, expected: int, claimed: str,
+              recent: dict[str, int], rest: Iterator[tuple[int, dict[str, Any] | BadLine]]
+              ) -> str:
+    where = f"line {lineno} ({_describe(rec)})"
+    if claimed in recent:
+        return f"{where} is a copy of line {recent[claimed]}: a line was inserted"
+    if seq == expected:
+        return (f"{where} was edited or forged: its content does not match its hash "
+                "(or the line before it was replaced)")
+    if seq > expected:
+        for _ in range(REORDER_LOOKAHEAD):
+            nxt = next(rest, None)
+            if nxt is None:
+                break
+            later_no, later = nxt
+            if isinstance(later, dict) and later.get("seq") == expected:
+                return (f"{where} is out of order: seq {expected} comes later, at line "
+                        f"{later_no}; lines were reordered")
+        missing = f"seq {expected}" if seq == expected + 1 else f"seq {expected} to {seq - 1}"
+        return f"{where}: {missing} missing before it; line(s) were dropped"
+    return (f"{where} comes after seq {expected - 1}: it was inserted here or moved "
+            "(reordered)")
