@@ -84,9 +84,10 @@ def test_up_arrow_at_the_second_panel_does_not_recall_yes(chat: Any) -> None:
     child.send(b"write both\r")
     child.expect(ASK)
     child.send(b"y\r")
-    child.expect(ASK)
-    # Keys sent before the prompt has finished drawing (cursor shown again: it is reading) can
-    # be lost on a loaded machine; wait for that, then press Up.
+    # Wait for the second question itself: the first one is drawn once more (with the y) when it
+    # is answered, and keys sent then are type-ahead the second panel rightly discards. Then wait
+    # for its cursor to show (it is reading), then press Up.
+    child.expect(rb"Run write_file on b\.txt[^\r\n]*\? \[y/N\]")
     child.expect(rb"\x1b\[\?25h")
     child.send(b"\x1b[A")  # Up: with a shared history this brought back the y
     child.send(b"\r")
