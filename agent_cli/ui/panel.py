@@ -15,10 +15,8 @@ completion, no default.
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import shlex
 import sys
 import unicodedata
 from collections.abc import Callable, Iterator
@@ -26,7 +24,6 @@ from typing import Any
 
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.panel import Panel
-from rich.table import Table
 from rich.text import Text
 
 from agent_cli.approval import (
@@ -39,6 +36,16 @@ from agent_cli.approval import (
     read_answer,
 )
 from agent_cli.safe_text import is_blank, one_line, scan
+from agent_cli.ui.panel_args import (
+    HEADINGS,
+    call_facts,
+    is_diff,
+    ordered_args,
+    shown_by_preview,
+    target,
+    value_text,
+)
+from agent_cli.ui.panel_frame import FramedLines, grid_lines
 from agent_cli.ui.safe_rich import safe, safe_line
 
 InputFn = Callable[[str], str]
@@ -46,54 +53,13 @@ InputFn = Callable[[str], str]
 KEY_MAX = 24
 """Widest an argument name column gets; longer names wrap inside it."""
 TITLE_ID_MAX = 60
-PROMPT_TARGET_MAX = 60
-"""Characters of the path or command the question restates (the cut is counted)."""
 BLANK_RUN_MIN = 4
 """This many blank lines in a row in a diff (same gutter) are shown as one counted marker."""
 
 
-def _value_text(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, ensure_ascii=False, indent=2)
-
-
-def ordered_args(request: ApprovalRequest) -> list[tuple[str, Any]]:
-    """The arguments in the tool's declared order; names it does not declare follow, sorted."""
-    declared = [k for k in request.arg_order if k in request.args]
-    seen = set(declared)
-    rest = sorted((k for k in request.args if k not in seen), key=str)
-    return [(k, request.args[k]) for k in [*declared, *rest]]
-
-
 # -- the preview --------------------------------------------------------------------------------
 
-def _is_diff(preview: str) -> bool:
-    return "\n@@ " in preview or preview.startswith("@@ ")
-
-
-def _added_text(preview: str) -> str:
-    """What the `+` lines of a unified diff add, joined (the whole content of a new file)."""
-    return "".join(line[1:] for line in preview.splitlines(keepends=True)
-                   if line.startswith("+") and not line.startswith("+++"))
-
-
-def shown_by_preview(value: Any, preview: str | None) -> str | None:
-    """Why a value need not be printed again: the preview already shows all of it. A new file's
-    content is exactly the `+` lines of its diff; an argv list is the quoted command line."""
-    if not preview:
-        return None
-    if isinstance(value, str) and value and _is_diff(preview) and _added_text(preview) == value:
-        n = value.count("\n") + (0 if value.endswith("\n") else 1)
-        return f"(shown once, as the diff below: {n:,} line{'' if n == 1 else 's'})"
-    if (isinstance(value, list) and value and all(isinstance(v, str) for v in value)
-            and shlex.join(value) in preview):
-        return f"(shown once, in the preview below, as one command line of {len(value):,} words)"
-    return None
-
-
 _GUTTER_STYLE = {"+": "green", "-": "red", " ": ""}
-_HEADINGS = ("CREATE", "OVERWRITE", "EDIT", "WILL FAIL")
 _SANDBOX_WARNINGS = ("network: ALLOWED", "not sandboxed", "sandbox: OFF", "not confined")
 
 
@@ -133,7 +99,7 @@ class DiffView:
                 yield gutter, safe(line[1:], style)
             elif line.startswith("@@"):
                 yield "", safe(line, "cyan")
-            elif line.startswith(_HEADINGS):
+            elif line.startswith(HEADINGS):
                 yield "", safe(line, "bold")
             elif line.startswith(_SANDBOX_WARNINGS):
                 # the sandbox lines of run_command that widen what a yes allows
@@ -143,7 +109,7 @@ class DiffView:
             i += 1
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        if not _is_diff(self.preview):
+        if not is_diff(self.preview):
             yield safe(self.preview)
             return
         width = max(options.max_width - 1, 8)
@@ -251,36 +217,36 @@ class ApprovalPanel:
     def __init__(self, request: ApprovalRequest) -> None:
         self.request = request
 
-    def _table(self, width: int) -> Table:
+    def _rows(self) -> list[tuple[Text, Text]]:
         r = self.request
-        table = Table.grid(padding=(0, 1))
-        table.add_column(style="bold cyan", max_width=key_width(width), overflow="fold")
-        table.add_column(overflow="fold", ratio=1)
-        table.add_row("tool", safe(r.name, "bold"))
+        rows: list[tuple[Text, Text]] = [(Text("tool"), safe(r.name, "bold"))]
         if len(one_line(r.call_id)) > TITLE_ID_MAX:
-            table.add_row("call id", safe(r.call_id))
-        table.add_row("effect", safe_line(r.effect, 40, "green" if r.effect == "read"
-                                          else "bold red"))
+            rows.append((Text("call id"), safe(r.call_id)))
+        rows.append((Text("effect"), safe_line(r.effect, 40, "green" if r.effect == "read"
+                                                else "bold red")))
         if r.source:
-            table.add_row("from", safe(r.source, "dim"))
+            rows.append((Text("from"), safe(r.source, "dim")))
         if r.description and not r.preview:
             about = r.description.strip().split("\n", 1)[0]
-            table.add_row("about", safe_line(about, 200, "dim"))
+            rows.append((Text("about"), safe_line(about, 200, "dim")))
         for key, value in r.extra.items():
-            table.add_row(safe_line(key), safe(value, "italic"))
+            rows.append((safe_line(key), safe(value, "italic")))
         if not r.args:
-            table.add_row("arguments", Text("(none)", style="dim"))
+            rows.append((Text("arguments"), Text("(none)", style="dim")))
         for key, value in ordered_args(r):
             once = shown_by_preview(value, r.preview)
             if once is not None:
-                table.add_row(safe_line(str(key)), safe(once, "dim"))
+                rows.append((safe_line(str(key)), safe(once, "dim")))
             else:
-                table.add_row(safe_line(str(key)), safe(_value_text(value)))
-        return table
+                rows.append((safe_line(str(key)), safe(value_text(value))))
+        return rows
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         r = self.request
-        parts: list[RenderableType] = [self._table(options.max_width)]
+        inner = max(options.max_width - 4, 1)
+        body = grid_lines(console, self._rows(), inner, key_width(options.max_width),
+                          "bold cyan")
+        parts: list[RenderableType] = []
         if r.preview:
             parts.append(Text("preview", style="bold cyan"))
             parts.append(DiffView(r.preview))
@@ -290,8 +256,9 @@ class ApprovalPanel:
         lookalikes = lookalike_summary(r)
         if lookalikes:
             parts.append(safe("⚠ " + lookalikes, "bold yellow"))
-        yield Panel(Group(*parts), title=_title(r.call_id), title_align="left",
-                    border_style="yellow", expand=True)
+        frame = Panel(Text(""), title=_title(r.call_id), title_align="left",
+                      border_style="yellow", expand=True)
+        yield FramedLines(body, Group(*parts) if parts else None, frame)
 
 
 def approval_panel(request: ApprovalRequest) -> ApprovalPanel:
@@ -300,46 +267,12 @@ def approval_panel(request: ApprovalRequest) -> ApprovalPanel:
 
 # -- the question -------------------------------------------------------------------------------
 
-_PATH_KEYS = ("path", "file", "file_path", "filename", "target", "dest", "destination")
-
-
-def _target(request: ApprovalRequest) -> str:
-    """What the question names: the path, or the command, or the first text argument."""
-    args = ordered_args(request)
-    for key, value in args:
-        if str(key).lower() in _PATH_KEYS and isinstance(value, str):
-            return " on " + one_line(value, PROMPT_TARGET_MAX)
-    for key, value in args:
-        if str(key).lower() in ("command", "cmd", "argv", "args"):
-            text = (shlex.join(value) if isinstance(value, list)
-                    and all(isinstance(v, str) for v in value) else _value_text(value))
-            return " `" + one_line(text, PROMPT_TARGET_MAX) + "`"
-    for key, value in args:
-        if isinstance(value, str):
-            return f" with {one_line(str(key), 24)}=" + one_line(value, PROMPT_TARGET_MAX)
-    return ""
-
-
-def _facts(request: ApprovalRequest) -> list[str]:
-    facts: list[str] = []
-    first = (request.preview or "").split("\n", 1)[0]
-    for heading in _HEADINGS:
-        if first.startswith(heading):
-            facts.append(heading)
-            break
-    content = request.args.get("content")
-    if isinstance(content, str):
-        n = content.count("\n") + (0 if content.endswith("\n") or not content else 1)
-        facts.append(f"{n:,} line" + ("" if n == 1 else "s"))
-    return facts
-
-
 def prompt_line(request: ApprovalRequest) -> str:
     """`Run write_file on notes.txt (CREATE, 2,000 lines)? [y/N] `: the call restated, sanitised
     and on one line, so the question says what a yes is for even when the panel scrolled away."""
-    facts = _facts(request)
+    facts = call_facts(request)
     said = f" ({', '.join(facts)})" if facts else ""
-    return f"Run {one_line(request.name, 64)}{_target(request)}{said}? [y/N] "
+    return f"Run {one_line(request.name, 64)}{target(request)}{said}? [y/N] "
 
 
 PROMPT_RE = re.compile(r"^Run .*\? \[y/N\] $", re.S)
@@ -417,10 +350,6 @@ def default_input() -> InputFn:
     return input
 
 
-class _Stop(Exception):
-    """The person answered q, Esc or Ctrl-C at a page of the panel."""
-
-
 class TerminalApprover:
     """Shows the panel (a page at a time when it is taller than the terminal) and asks the
     question that restates the call, for each write call."""
@@ -442,13 +371,15 @@ class TerminalApprover:
     def _show(self, panel: ApprovalPanel) -> bool:
         """Put the whole panel on screen; False when the person stopped (q) before its end."""
         c = self.console
+        # crop=False: every line of the panel is already exactly the console's width (Rich's
+        # cropping pass would measure each of them again: 40% of a 1 MB panel's cost)
         with c.capture() as cap:
-            c.print(panel)
+            c.print(panel, crop=False)
         rendered = cap.get()
         lines = rendered.splitlines(keepends=True)
         room = max(c.height - 3, 5)
         if len(lines) <= room:
-            c.print(panel)  # through the console, so a recording console records it too
+            c.print(panel, crop=False)  # through the console: a recording console records it
             return True
         c.print(safe(tall_panel_note(len(lines), c.height), "bold yellow"))
         room = max(room - 1, 4)

@@ -1,0 +1,162 @@
+"""A panel drawn line by line, so that its cost is linear in what it shows.
+
+Rich lays a long `Text` out by wrapping it, joining the wrapped lines back into one segment that
+holds every line break, then splitting that again with one `str.partition` per line over the rest
+of the string (quadratic: a 1 MB argument took 4 s); a table and a panel around it then measure
+each of its lines twice more. Here the two columns of the approval panel (name, value) are laid
+out directly into lines of segments of exactly the panel's width, and the frame (border, title)
+is Rich's own, taken from a `Panel` drawn around nothing. A line of plain printable ASCII is
+word-wrapped by slicing, the way Rich wraps it (breaks where a word starts; a word longer than
+the width is folded); any other line (a token, a wide character, a tab) is wrapped by Rich alone.
+
+Nothing here sanitises: every `Text` comes from `safe`/`safe_line` (the output boundary), and the
+plain strings cut out of it are pieces of that sanitised text.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+
+from rich.console import Console, ConsoleOptions, Group, RenderResult
+from rich.panel import Panel
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
+
+Line = list[Segment]
+_SPACES = re.compile(r" *")
+
+
+def wrap_plain(line: str, width: int) -> list[str]:
+    """One line of printable ASCII word-wrapped at `width` as Rich wraps it with overflow fold:
+    a break goes where a word starts, after the last word whose letters end within the width;
+    a word longer than the width is cut at the width. Trailing spaces are dropped (the cell is
+    padded with spaces anyway). Cost: one `rfind` per output line."""
+    n = len(line)
+    if n <= width:
+        return [line]
+    out: list[str] = []
+    pos = 0
+    while n - pos > width:
+        # a space after the first letter (leading spaces belong to the first word), at most at
+        # the width: the last word that fits ends before it
+        space = line.rfind(" ", _past_spaces(line, pos) + 1, pos + width + 1)
+        # no such space: one word wider than the line, folded at the width
+        cut = pos + width if space < 0 else _past_spaces(line, space)
+        out.append(line[pos:cut].rstrip(" "))  # beyond the width there are only spaces
+        pos = cut
+    if pos < n:
+        out.append(line[pos:].rstrip(" "))
+    return out
+
+
+def _past_spaces(line: str, pos: int) -> int:
+    """The index of the first non-space at or after `pos` (or the end)."""
+    match = _SPACES.match(line, pos)
+    return match.end() if match else pos
+
+
+def text_lines(console: Console, text: Text, width: int, style: Style) -> list[Line | str]:
+    """`text` wrapped at `width` cells, each line exactly `width` cells: a line of plain
+    unstyled text as a `str` (the common case: no segment made for it yet), any other as
+    segments, with `style` under the text's own styles (as a table column's style is applied)."""
+    if text.spans or text.style or style:
+        return [*_rich_lines(console, text, None, width, style)]
+    out: list[Line | str] = []
+    for raw in text.plain.split("\n"):
+        if raw.isascii() and raw.isprintable():
+            if len(raw) <= width:
+                out.append(raw.ljust(width))
+            else:
+                out.extend(piece.ljust(width) for piece in wrap_plain(raw, width))
+        else:
+            out.extend(_rich_lines(console, text, raw, width, style))
+    return out
+
+
+def _rich_lines(console: Console, text: Text, raw: str | None, width: int,
+                style: Style) -> Iterator[Line]:
+    """Rich's own wrap, for a line the fast path does not take (`raw`: one line of `text`, which
+    has no styles), or for the whole of a styled `text` (names, tokens)."""
+    source = text
+    if raw is not None:
+        source = text.copy()
+        source.plain = raw  # the same sanitised characters: one line of `text`
+    for piece in source.wrap(console, width, overflow="fold"):
+        segments = list(Segment.apply_style(piece.render(console, end=""), style))
+        used = piece.cell_len
+        if used < width:
+            segments.append(Segment(" " * (width - used), style or None))
+        yield segments
+
+
+def grid_lines(console: Console, rows: Iterable[tuple[Text, Text]], width: int,
+               key_max: int, key_style: str) -> list[Line | str]:
+    """A two-column grid (names, values), as `Table.grid(padding=(0, 1))` draws it with the
+    name column capped at `key_max` and folding: the name column as wide as the widest name
+    (at most `key_max`), one space, the value in the rest; each row as tall as its taller cell.
+    Each line is exactly `width` cells; a line with no style is one `str`."""
+    rows = list(rows)
+    if not rows:
+        return []
+    key_w = max(1, min(key_max, max(k.cell_len for k, _ in rows)))
+    value_w = max(1, width - key_w - 1)
+    kstyle = console.get_style(key_style)
+    gap = Segment(" ")
+    blank = " " * (key_w + 1)
+    out: list[Line | str] = []
+    for key, value in rows:
+        keys = text_lines(console, key, key_w, kstyle)
+        values = text_lines(console, value, value_w, Style())
+        for i, v in enumerate(values):
+            if i < len(keys):
+                k = keys[i]
+                out.append([*(k if isinstance(k, list) else [Segment(k)]), gap,
+                            *(v if isinstance(v, list) else [Segment(v)])])
+            elif isinstance(v, str):  # the common case: a plain continuation line
+                out.append(blank + v)
+            else:
+                out.append([Segment(blank), *v])
+        for k in keys[len(values):]:
+            out.append([*(k if isinstance(k, list) else [Segment(k)]), gap,
+                        Segment(" " * value_w)])
+    return out
+
+
+class FramedLines:
+    """Lines of segments (each exactly `width - 4` cells), then `rest` laid out by Rich, inside
+    the frame of `frame`: a `Panel` around nothing, so border and title are Rich's own."""
+
+    def __init__(self, body: list[Line | str], rest: Group | None, frame: Panel) -> None:
+        self.body = body
+        self.rest = rest
+        self.frame = frame
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        lines = console.render_lines(self.frame, options.update(height=None), pad=False)
+        top, middle, bottom = lines[0], lines[1], lines[-1]
+        border_l, border_r = middle[0], middle[-1]
+        left, right = [border_l, Segment(" ")], [Segment(" "), border_r]
+        new_line = Segment.line()
+        yield from top
+        yield new_line
+        for line in self.body:
+            if isinstance(line, str):
+                yield border_l
+                yield Segment(f" {line} ")
+                yield border_r
+            else:
+                yield from left
+                yield from line
+                yield from right
+            yield new_line
+        if self.rest is not None:
+            inner = options.update(width=max(options.max_width - 4, 1), height=None)
+            for line in console.render_lines(self.rest, inner, pad=True):
+                yield from left
+                yield from line
+                yield from right
+                yield new_line
+        yield from bottom
+        yield new_line
