@@ -29,25 +29,40 @@ _SPACES = re.compile(r" *")
 
 
 def wrap_plain(line: str, width: int) -> list[str]:
-    """One line of printable ASCII word-wrapped at `width` as Rich wraps it with overflow fold:
-    a break goes where a word starts, after the last word whose letters end within the width;
-    a word longer than the width is cut at the width. Trailing spaces are dropped (the cell is
-    padded with spaces anyway). Cost: one `rfind` per output line."""
+    """One line of printable ASCII word-wrapped at `width` exactly as Rich's `Text.wrap` does it
+    with overflow fold, but by slicing: one `rfind` per output line instead of a regex match and
+    two cell measures per word. Rich's rules: a "word" is its letters and the spaces after them
+    (the first one also the spaces before); it stays on the line when its letters fit; a word
+    wider than the width is cut into width-long chunks, its spaces included, and the last chunk
+    begins the next line. Trailing spaces are dropped (the cell is padded with spaces anyway)."""
     n = len(line)
-    if n <= width:
-        return [line]
+    end = len(line.rstrip(" "))  # spaces after the last word never wrap: they are cropped
     out: list[str] = []
-    pos = 0
-    while n - pos > width:
-        # a space after the first letter (leading spaces belong to the first word), at most at
-        # the width: the last word that fits ends before it
-        space = line.rfind(" ", _past_spaces(line, pos) + 1, pos + width + 1)
-        # no such space: one word wider than the line, folded at the width
-        cut = pos + width if space < 0 else _past_spaces(line, space)
-        out.append(line[pos:cut].rstrip(" "))  # beyond the width there are only spaces
-        pos = cut
-    if pos < n:
-        out.append(line[pos:].rstrip(" "))
+    start = 0  # where the current output line begins
+    word = 0  # where the next word begins (after the words already on the line)
+    while end - start > width:
+        first = _past_spaces(line, word) if word == 0 else word
+        space = line.rfind(" ", first + 1, start + width + 1)
+        if space >= 0:  # the words up to this space fit: break where the next word starts
+            word = _past_spaces(line, space)
+            out.append(line[start:word].rstrip(" "))
+            start = word
+            continue
+        letters_end = line.find(" ", first)
+        letters_end = n if letters_end < 0 else letters_end
+        if word > start:  # the line holds words already: this one starts the next line
+            out.append(line[start:word].rstrip(" "))
+            start = word
+            if letters_end - word <= width:
+                continue
+        # a word wider than the width: cut into chunks, the last one begins the next line
+        word_end = _past_spaces(line, letters_end)
+        chunk = start
+        while word_end - chunk > width:
+            out.append(line[chunk:chunk + width].rstrip(" "))
+            chunk += width
+        start, word = chunk, word_end
+    out.append(line[start:].rstrip(" "))
     return out
 
 
