@@ -140,9 +140,10 @@ def _strings(value: Any) -> list[str]:
     return out
 
 
-def hidden_summary(request: ApprovalRequest) -> str | None:
+def hidden_summary(request: ApprovalRequest, clean: frozenset[int] = frozenset()) -> str | None:
     """Say when any shown value holds characters that were turned into tokens (or, inside a
-    list or object, into JSON escapes such as \\u001b)."""
+    list or object, into JSON escapes such as \\u001b). `clean`: ids of argument strings already
+    sanitised to no token at all (the panel's own rows), which need no second scan."""
     texts = _strings(request.args)
     texts.append(request.call_id)
     texts.append(request.name)
@@ -151,6 +152,8 @@ def hidden_summary(request: ApprovalRequest) -> str | None:
         texts.append(request.preview)
     notes: list[str] = []
     for t in texts:
+        if id(t) in clean:
+            continue
         f = scan(t)
         if f.any:
             notes.append(f.summary())
@@ -217,7 +220,8 @@ class ApprovalPanel:
     def __init__(self, request: ApprovalRequest) -> None:
         self.request = request
 
-    def _rows(self) -> list[tuple[Text, Text]]:
+    def _rows(self, clean: set[int]) -> list[tuple[Text, Text]]:
+        """The name/value rows; adds to `clean` the argument strings that hold no token."""
         r = self.request
         rows: list[tuple[Text, Text]] = [(Text("tool"), safe(r.name, "bold"))]
         if len(one_line(r.call_id)) > TITLE_ID_MAX:
@@ -238,19 +242,23 @@ class ApprovalPanel:
             if once is not None:
                 rows.append((safe_line(str(key)), safe(once, "dim")))
             else:
-                rows.append((safe_line(str(key)), safe(value_text(value))))
+                shown = safe(value_text(value))
+                if isinstance(value, str) and not shown.spans:
+                    clean.add(id(value))  # no token: nothing for hidden_summary to find
+                rows.append((safe_line(str(key)), shown))
         return rows
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         r = self.request
         inner = max(options.max_width - 4, 1)
-        body = grid_lines(console, self._rows(), inner, key_width(options.max_width),
+        clean: set[int] = set()
+        body = grid_lines(console, self._rows(clean), inner, key_width(options.max_width),
                           "bold cyan")
         parts: list[RenderableType] = []
         if r.preview:
             parts.append(Text("preview", style="bold cyan"))
             parts.append(DiffView(r.preview))
-        warning = hidden_summary(r)
+        warning = hidden_summary(r, frozenset(clean))
         if warning:
             parts.append(safe("⚠ " + warning, "bold yellow"))
         lookalikes = lookalike_summary(r)
