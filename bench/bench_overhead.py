@@ -15,7 +15,9 @@ runs in its own process and times its own handler so that time can be subtracted
    at all. Measured at N=100 and N=300 for the headless CLI, the in-process Session, the bare SDK
    and a floor: a raw `http.client` loop sending the same growing body (one json.dumps, one
    read of the whole answer, no SSE parsing), interleaved run by run. `--profile` adds a
-   cProfile of one in-process 300-call turn (functions ranked by own time, per call).
+   cProfile of one in-process 300-call turn (functions ranked by own time, per call);
+6. goal 6: the provider's request path (body encoded once, `client.post(content=)`) against the
+   SDK's public `client.messages.stream`, interleaved, from the server's side (`--sdk-ab`).
 
 Goal: under 3 ms per call and flat in N, with one client and one reused connection; from the
 server's side at most 1.5 ms at N=100 and N=300.
@@ -145,7 +147,8 @@ def headless(fake: FakeProcess, ns: list[int], repeat: int, tmp: Path) -> dict[i
     return out
 
 
-def make_session(fake: FakeProcess, tmp: Path, name: str, sinks: list[Any]) -> Any:
+def make_session(fake: FakeProcess, tmp: Path, name: str, sinks: list[Any],
+                 provider_cls: Any = None) -> Any:
     from agent_cli.approval import NonInteractiveApprover
     from agent_cli.config import Settings
     from agent_cli.providers.anthropic import AnthropicProvider
@@ -155,7 +158,8 @@ def make_session(fake: FakeProcess, tmp: Path, name: str, sinks: list[Any]) -> A
     registry, report = load_registry(settings)
     ws = tmp / "ws"
     ws.mkdir(exist_ok=True)
-    provider = AnthropicProvider(MODEL, api_key=API_KEY, base_url=fake.base_url, max_retries=0)
+    provider = (provider_cls or AnthropicProvider)(MODEL, api_key=API_KEY, base_url=fake.base_url,
+                                                   max_retries=0)
     return Session(settings, workspace=ws, provider=provider, registry=registry,
                    approver=NonInteractiveApprover(), sinks=sinks,
                    log_path=tmp / "logs" / f"{name}.jsonl", load_report=report)
@@ -462,6 +466,77 @@ def profile_turn(fake: FakeProcess, tmp: Path, n: int = 300, top: int = 25) -> N
     print("\n".join(line for line in out.getvalue().splitlines()[6:] if line.strip()))
 
 
+def public_api_ab(fake: FakeProcess, repeat: int, tmp: Path, n: int = 300) -> None:
+    """Goal 6: the provider as shipped (body encoded once, sent through `client.post(content=)`
+    inside the SDK's `MessageStreamManager`) against the SDK's public `client.messages.stream`,
+    which prepares (walks and copies) the whole body before encoding it. Same session, same
+    server, interleaved; figures from the server's side, plus the two encodings alone on the
+    body of the last request of an n-call turn."""
+    import json
+
+    from agent_cli.providers.anthropic import AnthropicProvider
+
+    header(f"6. goal 6: the shipped request path against messages.stream (N={n}, interleaved)")
+
+    class PublicStream(AnthropicProvider):
+        def _open_stream(self, client: Any, body: dict[str, Any]) -> Any:
+            return client.messages.stream(**body)
+
+    bodies: list[dict[str, Any]] = []
+
+    class Keep(AnthropicProvider):
+        def _open_stream(self, client: Any, body: dict[str, Any]) -> Any:
+            bodies[:] = [body]
+            return super()._open_stream(client, body)
+
+    variants: dict[str, type[AnthropicProvider]] = {"shipped (post content=)": AnthropicProvider,
+                                                    "public messages.stream": PublicStream}
+    gaps = {name: Stats() for name in variants}
+    late = {name: Stats() for name in variants}
+    runs = 0
+    for _ in range(repeat):
+        for name, cls in variants.items():
+            runs += 1
+            session = make_session(fake, tmp, f"ab{runs}", [], cls)
+            session.start()
+            fake.reset()
+            result = session.send(f"calls={n}")
+            session.close()
+            st = fake.stats(expect=n + 1)
+            if result.reason != "end_turn" or st.requests != n + 1:
+                raise SystemExit(f"{name}: wrong run ({result.reason}, {st.requests} requests)")
+            g = st.gaps_s()
+            gaps[name].add(statistics.fmean(g))
+            late[name].add(_gap_figures(g)[3])
+    for name in variants:
+        print(f"  {name:<26} per call (server side, mean) {gaps[name].fmt('ms', 2)}; last sixth "
+              f"{late[name].median * 1e3:.2f} ms")
+    a, b = (gaps[k].median for k in variants)
+    print(f"  public API costs {(b - a) * 1e3:+.2f} ms per call at N={n} ({ratio(b, a)} the "
+          "shipped path)")
+    session = make_session(fake, tmp, "ab-body", [], Keep)
+    session.start()
+    session.send(f"calls={n}")
+    session.close()
+    from anthropic._utils._prepare import prepare_request_data  # measured only, never used
+
+    body = bodies[0]
+    enc, prep = Stats(), Stats()
+    for _ in range(max(5, repeat * 3)):
+        t0 = time.process_time()
+        json.dumps({**body, "stream": True}, ensure_ascii=False, separators=(",", ":")).encode()
+        t1 = time.process_time()
+        from anthropic._utils._json import openapi_dumps
+
+        openapi_dumps(prepare_request_data({**body, "stream": True}, location="body"))
+        t2 = time.process_time()
+        enc.add(t1 - t0)
+        prep.add(t2 - t1)
+    size = len(json.dumps(body))
+    print(f"  the last request's body ({size / 1e3:.0f} KB): json.dumps {enc.fmt('ms', 2)}; the "
+          f"SDK's prepare + encode {prep.fmt('ms', 2)} ({ratio(prep.median, enc.median)})")
+
+
 def _area(path: str) -> str:
     """Which package a profiled function's file belongs to (agent_cli module, or the library)."""
     p = path.replace("\\", "/")
@@ -483,6 +558,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="only part 4 (the server's view at N=100 and 300)")
     parser.add_argument("--profile", action="store_true",
                         help="add a cProfile of one in-process 300-call turn")
+    parser.add_argument("--sdk-ab", action="store_true",
+                        help="only part 6: the shipped request path against messages.stream")
     args = parser.parse_args(argv)
     ns = sorted({0, *(int(x) for x in args.ns.split(","))})
     repeat = args.repeat
@@ -490,6 +567,10 @@ def main(argv: list[str] | None = None) -> int:
         ns, repeat = [n for n in ns if n <= 100], min(repeat, 3)
     print(f"bench_overhead: {machine_line()}; repeat={repeat}; fake server in its own process")
     sys.path.insert(0, str(REPO))
+    if args.sdk_ab:
+        with spawn_fake() as fake, tempfile.TemporaryDirectory(prefix="bench-overhead-") as t:
+            public_api_ab(fake, repeat, Path(t))
+        return 0
     if args.server_side:
         with spawn_fake() as fake, tempfile.TemporaryDirectory(prefix="bench-overhead-") as t:
             server_side(fake, repeat, Path(t))
@@ -502,6 +583,7 @@ def main(argv: list[str] | None = None) -> int:
         inproc, inside = in_process(fake, ns, repeat, tmp)
         sdk_wall, sdk_cpu = bare_sdk(fake, max(ns), max(1, repeat // 2))
         server_side(fake, max(1, repeat // 2), tmp)
+        public_api_ab(fake, max(1, repeat // 2), tmp)
         if args.profile:
             profile_turn(fake, tmp)
     header("summary")
