@@ -290,6 +290,10 @@ PAGE_PROMPT = "-- more ({shown:,} of {total:,} lines): Enter for the next page, 
               "q to deny -- "
 
 
+RESIZED_NOTE = ("The terminal was resized: the panel is shown again, laid out for {width:,} "
+                "columns; answer after its last line.")
+
+
 def tall_panel_note(lines: int, height: int) -> str:
     return (f"This panel is {lines:,} lines long, taller than the terminal ({height:,} rows): it "
             "is shown a page at a time, and the question comes after its last line.")
@@ -376,20 +380,26 @@ class TerminalApprover:
             discard_typeahead()
         return self._input(message)
 
-    def _show(self, panel: ApprovalPanel) -> bool:
-        """Put the whole panel on screen; False when the person stopped (q) before its end."""
+    def _size(self) -> tuple[int, int]:
+        size = self.console.size  # read from the terminal each time (it may have been resized)
+        return size.width, size.height
+
+    def _show(self, panel: ApprovalPanel) -> tuple[int, int] | None:
+        """Put the whole panel on screen and say the terminal size it was laid out for; None
+        when the person stopped (q) before its end. When the terminal was resized at a page's
+        prompt, the panel is laid out again for the new size and shown again from the top."""
         c = self.console
         # crop=False: every line of the panel is already exactly the console's width (Rich's
         # cropping pass would measure each of them again: 40% of a 1 MB panel's cost)
         with c.capture() as cap:
             c.print(panel, crop=False)
-        rendered = cap.get()
-        lines = rendered.splitlines(keepends=True)
-        room = max(c.height - 3, 5)
+        lines = cap.get().splitlines(keepends=True)
+        size = self._size()
+        room = max(size[1] - 3, 5)
         if len(lines) <= room:
             c.print(panel, crop=False)  # through the console: a recording console records it
-            return True
-        c.print(safe(tall_panel_note(len(lines), c.height), "bold yellow"))
+            return size
+        c.print(safe(tall_panel_note(len(lines), size[1]), "bold yellow"))
         room = max(room - 1, 4)
         shown = 0
         while shown < len(lines):
@@ -402,26 +412,39 @@ class TerminalApprover:
             try:
                 answer = self._ask(PAGE_PROMPT.format(shown=shown, total=len(lines)))
             except (EOFError, KeyboardInterrupt):
-                return False
+                return None
             word = answer.strip().lower()
             if word in ("q", "quit") or answer.startswith("\x1b"):
-                return False
+                return None
+            if self._size() != size:
+                c.print(safe(RESIZED_NOTE.format(width=self._size()[0]), "bold yellow"))
+                return self._show(panel)
             if word == "g":
                 room = len(lines)
-        return True
+        return size
 
     def decide(self, request: ApprovalRequest) -> Decision:
-        if not self._show(approval_panel(request)):
-            self.console.print(Text("Denied, and the rest of this reply too (stopped at the "
-                                    "panel).", style="red"))
-            return decision_for(request, Answer("stop"))
-        try:
-            answer = read_answer(self._ask(prompt_line(request)))
-        except EOFError:
+        panel = approval_panel(request)
+        while True:
+            size = self._show(panel)
+            if size is None:
+                self.console.print(Text("Denied, and the rest of this reply too (stopped at "
+                                        "the panel).", style="red"))
+                return decision_for(request, Answer("stop"))
+            try:
+                answer: Answer | None = read_answer(self._ask(prompt_line(request)))
+            except EOFError:
+                answer = None
+            except KeyboardInterrupt:
+                answer = Answer("stop")
+            # A yes counts for a panel drawn at the terminal's size: after a resize the lines
+            # on screen may be cut or reflowed, so the panel is drawn again and asked again.
+            if answer is None or answer.kind != "approve" or self._size() == size:
+                break
+            self.console.print(safe(RESIZED_NOTE.format(width=self._size()[0]), "bold yellow"))
+        if answer is None:
             self.console.print(Text("Denied (no answer).", style="red"))
             return Denied(request.call_id, None)
-        except KeyboardInterrupt:
-            answer = Answer("stop")
         if answer.kind == "approve":
             return decision_for(request, answer)
         if answer.kind == "stop":
