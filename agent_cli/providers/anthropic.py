@@ -80,9 +80,13 @@ def with_cache_breakpoints(body: dict[str, Any]) -> dict[str, Any]:
     if isinstance(system, str) and system:
         out["system"] = [{"type": "text", "text": system, "cache_control": EPHEMERAL}]
     messages = list(body.get("messages") or [])
-    users = [i for i, m in enumerate(messages) if m.get("role") == "user"]
-    for i in users[-2:]:
-        messages[i] = _mark_last_block(messages[i])
+    marked = 0
+    for i in range(len(messages) - 1, -1, -1):  # from the end: the last two user messages
+        if messages[i].get("role") == "user":
+            messages[i] = _mark_last_block(messages[i])
+            marked += 1
+            if marked == 2:
+                break
     out["messages"] = messages
     return out
 
