@@ -174,14 +174,14 @@ def test_hostile_value_reaches_the_terminal_only_as_tokens() -> None:
     assert all(piece.startswith("[") for piece in out.split("\x1b")[1:])
 
 
-def _words(rng: random.Random, n: int) -> str:
+def _words(rng: random.Random, n: int, letters: str = "abcdefghij.,()") -> str:
     out = []
     for _ in range(n):
         kind = rng.random()
         if kind < 0.05:
             out.append("x" * rng.randint(30, 200))  # wider than the column: folded
         else:
-            out.append("".join(rng.choice("abcdefghij.,()") for _ in range(rng.randint(1, 12))))
+            out.append("".join(rng.choice(letters) for _ in range(rng.randint(1, 12))))
         out.append(" " * rng.choice((1, 1, 1, 2, 3, 5)))
     lead = " " * rng.choice((0, 0, 2, 3))
     return lead + "".join(out)
@@ -192,7 +192,7 @@ def test_plain_wrap_is_richs_wrap() -> None:
     console = Console(file=io.StringIO(), width=200, color_system=None)
     checked = 0
     for _ in range(300):
-        line = _words(rng, rng.randint(0, 60))
+        line = _words(rng, rng.randint(0, 60), "abcdefghij.,()éжω")
         width = rng.randint(1, 90)
         rich = [piece.plain.rstrip(" ") for piece in
                 Text(line).wrap(console, width, overflow="fold")]

@@ -5,12 +5,14 @@ holds every line break, then splitting that again with one `str.partition` per l
 of the string (quadratic: a 1 MB argument took 4 s); a table and a panel around it then measure
 each of its lines twice more. Here the two columns of the approval panel (name, value) are laid
 out directly into lines of segments of exactly the panel's width, and the frame (border, title)
-is Rich's own, taken from a `Panel` drawn around nothing. A line of plain printable ASCII is
-word-wrapped by slicing, the way Rich wraps it (breaks where a word starts; a word longer than
-the width is folded); any other line (a token, a wide character, a tab) is wrapped by Rich alone.
+is Rich's own, taken from a `Panel` drawn around nothing. A line of printable one-cell characters
+is word-wrapped by slicing, the way Rich wraps it (breaks where a word starts; a word longer than
+the width is folded); any other line (a token, a wide or zero-width character, a tab) is wrapped
+by Rich alone, one line at a time.
 
-Nothing here sanitises: every `Text` comes from `safe`/`safe_line` (the output boundary), and the
-plain strings cut out of it are pieces of that sanitised text.
+Every `Text` here comes from `safe`/`safe_line` (the output boundary); the plain strings cut out
+of it are pieces of that sanitised text, and a line handed to Rich on its own is sanitised again
+(a no-op on text that holds no token).
 """
 
 from __future__ import annotations
@@ -18,20 +20,23 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 
+from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, Group, RenderResult
 from rich.panel import Panel
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 
+from agent_cli.ui.safe_rich import safe
+
 Line = list[Segment]
 _SPACES = re.compile(r" *")
 
 
 def wrap_plain(line: str, width: int) -> list[str]:
-    """One line of printable ASCII word-wrapped at `width` exactly as Rich's `Text.wrap` does it
-    with overflow fold, but by slicing: one `rfind` per output line instead of a regex match and
-    two cell measures per word. Rich's rules: a "word" is its letters and the spaces after them
+    """One line of one-cell printable characters (`_single_cells`) word-wrapped at `width`
+    exactly as Rich's `Text.wrap` does it with overflow fold, but by slicing: one `rfind` per
+    output line instead of a regex match and two cell measures per word. Rich's rules: a "word" is its letters and the spaces after them
     (the first one also the spaces before); it stays on the line when its letters fit; a word
     wider than the width is cut into width-long chunks, its spaces included, and the last chunk
     begins the next line. Trailing spaces are dropped (the cell is padded with spaces anyway)."""
@@ -66,6 +71,12 @@ def wrap_plain(line: str, width: int) -> list[str]:
     return out
 
 
+def _single_cells(line: str) -> bool:
+    """`wrap_plain`'s case: every character printable and one cell wide, and no whitespace but
+    the space (other whitespace is not printable), so characters are cells."""
+    return line.isprintable() and (line.isascii() or cell_len(line) == len(line))
+
+
 def _past_spaces(line: str, pos: int) -> int:
     """The index of the first non-space at or after `pos` (or the end)."""
     match = _SPACES.match(line, pos)
@@ -75,30 +86,37 @@ def _past_spaces(line: str, pos: int) -> int:
 def text_lines(console: Console, text: Text, width: int, style: Style) -> list[Line | str]:
     """`text` wrapped at `width` cells, each line exactly `width` cells: a line of plain
     unstyled text as a `str` (the common case: no segment made for it yet), any other as
-    segments, with `style` under the text's own styles (as a table column's style is applied)."""
-    if text.spans or text.style or style:
-        return [*_rich_lines(console, text, None, width, style)]
+    segments, with `style` under the text's own styles (as a table column's style is applied).
+    Linear in the text: it is split into lines once, and only a line holding a token, a wide
+    character or a tab goes through Rich's wrap (each line on its own)."""
     out: list[Line | str] = []
-    for raw in text.plain.split("\n"):
-        if raw.isascii() and raw.isprintable():
-            if len(raw) <= width:
-                out.append(raw.ljust(width))
+    if not text.spans and not text.style and not style:
+        for raw in text.plain.split("\n"):
+            if _single_cells(raw):
+                if len(raw) <= width:
+                    out.append(raw.ljust(width))
+                else:
+                    out.extend(piece.ljust(width) for piece in wrap_plain(raw, width))
             else:
-                out.extend(piece.ljust(width) for piece in wrap_plain(raw, width))
+                # the same characters: `text` held no token, so sanitising its line again
+                # changes nothing; Rich lays out the wide characters or tabs
+                out.extend(_rich_lines(console, safe(raw), width, style))
+        return out
+    pad = style or None
+    for line in text.split("\n", allow_blank=True) if "\n" in text.plain else [text]:
+        plain = line.plain
+        if not line.spans and _single_cells(plain):
+            base = style + console.get_style(line.style) if line.style else style
+            for piece in wrap_plain(plain, width):
+                out.append([Segment(piece, base or None), Segment(" " * (width - len(piece)), pad)])
         else:
-            out.extend(_rich_lines(console, text, raw, width, style))
+            out.extend(_rich_lines(console, line, width, style))
     return out
 
 
-def _rich_lines(console: Console, text: Text, raw: str | None, width: int,
-                style: Style) -> Iterator[Line]:
-    """Rich's own wrap, for a line the fast path does not take (`raw`: one line of `text`, which
-    has no styles), or for the whole of a styled `text` (names, tokens)."""
-    source = text
-    if raw is not None:
-        source = text.copy()
-        source.plain = raw  # the same sanitised characters: one line of `text`
-    for piece in source.wrap(console, width, overflow="fold"):
+def _rich_lines(console: Console, text: Text, width: int, style: Style) -> Iterator[Line]:
+    """Rich's own wrap of one line (or of a short `text`), each piece padded to `width`."""
+    for piece in text.wrap(console, width, overflow="fold"):
         segments = list(Segment.apply_style(piece.render(console, end=""), style))
         used = piece.cell_len
         if used < width:
