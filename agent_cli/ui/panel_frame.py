@@ -36,10 +36,13 @@ _SPACES = re.compile(r" *")
 def wrap_plain(line: str, width: int) -> list[str]:
     """One line of one-cell printable characters (`_single_cells`) word-wrapped at `width`
     exactly as Rich's `Text.wrap` does it with overflow fold, but by slicing: one `rfind` per
-    output line instead of a regex match and two cell measures per word. Rich's rules: a "word"
-    is its letters and the spaces after them (the first one also the spaces before); it stays
-    on the line when its letters fit; a word wider than the width is cut into width-long chunks,
-    its spaces included, and the last chunk begins the next line. Trailing spaces are dropped (the cell is padded with spaces anyway)."""
+    output line instead of a regex match and two cell measures per word.
+
+    Rich's rules: a "word" is its letters and the spaces after them (the first one also the
+    spaces before); it stays on the line when its letters fit; a word wider than the width is
+    cut into width-long chunks, its spaces included, and the last chunk begins the next line.
+    Trailing spaces are dropped (the cell is padded with spaces anyway).
+    """
     n = len(line)
     end = len(line.rstrip(" "))  # spaces after the last word never wrap: they are cropped
     out: list[str] = []
