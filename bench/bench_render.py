@@ -185,7 +185,14 @@ def main(argv: list[str] | None = None) -> int:
     header("2. approval panel with a 1 MB argument (CPU time; goal <= 0.2 s)")
     lines_value = markdown(1_000_000, seed=11)
     line_value = lines_value.replace("\n", " ")
-    for label, value in (("1 MB over many lines", lines_value), ("1 MB on one line", line_value)):
+    shapes = (("1 MB over many lines", lines_value), ("1 MB on one line", line_value),
+              # other shapes, beyond the goal's case: every line through Rich's own wrap (tabs),
+              # one token somewhere (the styled path), one-cell non-ASCII letters
+              ("1 MB, indents as tabs", lines_value.replace("    ", "\t")),
+              ("1 MB, one NUL in the middle",
+               lines_value[:500_000] + "\x00" + lines_value[500_000:]),
+              ("1 MB, Cyrillic a and e", lines_value.replace("a", "\u0430").replace("e", "\u0435")))
+    for label, value in shapes:
         shown, printed, floor = Stats(), Stats(), Stats()
         for _ in range(max(1, args.repeat // 2)):
             t, w = panel_cpu(value)
