@@ -32,9 +32,10 @@ def _strings(value: Any) -> list[str]:
     return out
 
 
-def hidden_summary(request: Call) -> str | None:
+def hidden_summary(request: Call, clean: frozenset[int] = frozenset()) -> str | None:
     """Say when any shown value holds characters that were turned into tokens (or, inside a
-    list or object, into JSON escapes such as \\u001b)."""
+    list or object, into JSON escapes such as \\u001b). `clean`: ids of argument strings already
+    sanitised to no token at all (the panel's own rows), which need no second scan."""
     texts = _strings(request.args)
     texts.append(request.id)
     texts.append(request.name)
@@ -42,7 +43,7 @@ def hidden_summary(request: Call) -> str | None:
     if request.preview:
         texts.append(request.preview)
     notes: list[str] = []
-    found = [f for f in map(scan, texts) if f.any]
+    found = [f for f in (scan(t) for t in texts if id(t) not in clean) if f.any]
     if found:  # one sentence for the whole call, however many values needed tokens
         notes.append(Findings(*(sum(getattr(f, k) for f in found)
                                 for k in ("controls", "bidi", "invisible", "padding_runs"))

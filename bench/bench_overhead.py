@@ -8,10 +8,21 @@ runs in its own process and times its own handler so that time can be subtracted
    handler: its wall time would also count waiting for the client's bytes);
 2. the same loop in-process (a Session with AnthropicProvider), so start-up is out of the picture,
    with the call-to-call interval early and late in the longest run (is it flat?);
-3. a bare SDK client sending the same growing history, to split SDK cost from agent-cli's own.
+3. a bare SDK client sending the same growing history, to split SDK cost from agent-cli's own;
+4. from the server's side (issue 21, goal 5): the fake stamps each request's arrival and the end
+   of its answer; overhead per call = next arrival - this answer's end, i.e. the time from one
+   request's arrival to the next minus the server's own time per request. Start-up is not in it
+   at all. Measured at N=100 and N=300 for the headless CLI, the in-process Session, the bare SDK
+   and a floor: a raw `http.client` loop sending the same growing body (one json.dumps, one
+   read of the whole answer, no SSE parsing), interleaved run by run. `--profile` adds a
+   cProfile of one in-process 300-call turn (functions ranked by own time, per call);
+6. goal 6: the provider's request path (body encoded once, `client.post(content=)`) against the
+   SDK's public `client.messages.stream`, interleaved, from the server's side (`--sdk-ab`).
 
-Goal: under 3 ms per call and flat in N, with one client and one reused connection.
+Goal: under 3 ms per call and flat in N, with one client and one reused connection; from the
+server's side at most 1.5 ms at N=100 and N=300.
 Usage: python bench/bench_overhead.py [--repeat R] [--ns 0,1,10,100,300] [--quick]
+       python bench/bench_overhead.py --server-side [--repeat R] [--profile]
 """
 
 from __future__ import annotations
@@ -39,11 +50,14 @@ from common import (
     header,
     machine_line,
     per_call,
+    ratio,
     run_child,
     spawn_fake,
 )
 
 GOAL_MS = 3.0
+SERVER_SIDE_GOAL_MS = 1.5
+SERVER_SIDE_NS = (100, 300)
 FLAT_TOLERANCE = 1.5
 """Per-call cost at the largest N may be at most this many times the cost at N=10."""
 
@@ -133,7 +147,8 @@ def headless(fake: FakeProcess, ns: list[int], repeat: int, tmp: Path) -> dict[i
     return out
 
 
-def make_session(fake: FakeProcess, tmp: Path, name: str, sinks: list[Any]) -> Any:
+def make_session(fake: FakeProcess, tmp: Path, name: str, sinks: list[Any],
+                 provider_cls: Any = None) -> Any:
     from agent_cli.approval import NonInteractiveApprover
     from agent_cli.config import Settings
     from agent_cli.providers.anthropic import AnthropicProvider
@@ -143,7 +158,8 @@ def make_session(fake: FakeProcess, tmp: Path, name: str, sinks: list[Any]) -> A
     registry, report = load_registry(settings)
     ws = tmp / "ws"
     ws.mkdir(exist_ok=True)
-    provider = AnthropicProvider(MODEL, api_key=API_KEY, base_url=fake.base_url, max_retries=0)
+    provider = (provider_cls or AnthropicProvider)(MODEL, api_key=API_KEY, base_url=fake.base_url,
+                                                   max_retries=0)
     return Session(settings, workspace=ws, provider=provider, registry=registry,
                    approver=NonInteractiveApprover(), sinks=sinks,
                    log_path=tmp / "logs" / f"{name}.jsonl", load_report=report)
@@ -271,11 +287,279 @@ def bare_sdk(fake: FakeProcess, n: int, repeat: int) -> tuple[float, float]:
     return per_req.median, cpu_req.median
 
 
+def _gap_figures(gaps: list[float]) -> tuple[float, float, float, float]:
+    """Mean and median of the gaps, and the medians of the first and last sixth (flatness)."""
+    k = max(5, len(gaps) // 6)
+    return (statistics.fmean(gaps), statistics.median(gaps), statistics.median(gaps[:k]),
+            statistics.median(gaps[-k:]))
+
+
+def sdk_turn(client: Any, tools: list[dict[str, Any]], system: str, n: int) -> int:
+    """One turn of n calls through `client.messages.stream`, agent-cli's request shape."""
+    history: list[dict[str, Any]] = [{"role": "user", "content": f"calls={n}"}]
+    requests = 0
+    while True:
+        requests += 1
+        with client.messages.stream(model=MODEL, max_tokens=8192, messages=history,
+                                    tools=tools, system=system) as stream:
+            for _text in stream.text_stream:
+                pass
+            final = stream.get_final_message()
+        history.append({"role": "assistant", "content": [b.model_dump(mode="json",
+                                                                       exclude_none=True)
+                                                         for b in final.content]})
+        uses = [b for b in final.content if b.type == "tool_use"]
+        if not uses:
+            return requests
+        history.append({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": u.id, "content": "6"} for u in uses]})
+
+
+def raw_turn(port: int, tools: list[dict[str, Any]], system: str, n: int) -> int:
+    """The floor: the same growing request body over one kept-alive `http.client` connection,
+    encoded with one json.dumps, the answer read whole and not parsed (the fake's ids are known
+    in advance). What any client must at least spend per call on this machine."""
+    import http.client
+    import json
+
+    conn = http.client.HTTPConnection("127.0.0.1", port)
+    headers = {"content-type": "application/json", "x-api-key": API_KEY,
+               "anthropic-version": "2023-06-01"}
+    history: list[dict[str, Any]] = [{"role": "user", "content": f"calls={n}"}]
+    try:
+        for i in range(n + 1):
+            body = json.dumps({"model": MODEL, "max_tokens": 8192, "messages": history,
+                               "tools": tools, "system": system, "stream": True},
+                              ensure_ascii=False, separators=(",", ":")).encode()
+            conn.request("POST", "/v1/messages", body=body, headers=headers)
+            answer = conn.getresponse().read()
+            if i == n:
+                break
+            uid = f"toolu_bench_{i:05d}"
+            if uid.encode() not in answer:
+                raise SystemExit(f"raw floor: the fake did not answer with {uid}")
+            history.append({"role": "assistant", "content": [
+                {"type": "tool_use", "id": uid, "name": "multiply",
+                 "input": {"a": i + 2, "b": 3}}]})
+            history.append({"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": uid, "content": str((i + 2) * 3)}]})
+    finally:
+        conn.close()
+    return n + 1
+
+
+def server_side(fake: FakeProcess, repeat: int, tmp: Path) -> dict[tuple[str, int], float]:
+    """Goal 5: per-call host overhead as the server sees it, four clients interleaved."""
+    import anthropic
+
+    from agent_cli.config import DEFAULT_SYSTEM, Settings
+    from agent_cli.session import load_registry
+
+    header("4. from the server's side: next request's arrival - end of this answer, per call")
+    warnings.filterwarnings("ignore", category=DeprecationWarning)  # model end-of-life notice
+    registry, _ = load_registry(Settings.model_validate({}))
+    tools = registry.specs()
+    client: Any = anthropic.Anthropic(api_key=API_KEY, base_url=fake.base_url, max_retries=0)
+    home, ws = tmp / "ss-home", tmp / "ws"
+    home.mkdir(exist_ok=True)
+    ws.mkdir(exist_ok=True)
+    env = clean_env(ANTHROPIC_BASE_URL=fake.base_url, ANTHROPIC_API_KEY=API_KEY,
+                    AGENT_CLI_HOME=str(home))
+    warm = make_session(fake, tmp, "ss-warm", [])
+    warm.start()
+    warm.send("calls=2")
+    warm.close()
+    sdk_turn(client, tools, DEFAULT_SYSTEM, 2)
+    raw_turn(fake.port, tools, DEFAULT_SYSTEM, 2)
+    modes = ("floor: raw http.client", "bare SDK messages.stream", "in-process Session",
+             "headless agent-cli run")
+    mean: dict[tuple[str, int], Stats] = {(m, n): Stats() for m in modes for n in SERVER_SIDE_NS}
+    median = {key: Stats() for key in mean}
+    early = {key: Stats() for key in mean}
+    late = {key: Stats() for key in mean}
+    runs = 0
+    for _ in range(repeat):
+        for n in SERVER_SIDE_NS:
+            for mode in modes:
+                runs += 1
+                fake.reset()
+                if mode == modes[0]:
+                    raw_turn(fake.port, tools, DEFAULT_SYSTEM, n)
+                elif mode == modes[1]:
+                    sdk_turn(client, tools, DEFAULT_SYSTEM, n)
+                elif mode == modes[2]:
+                    session = make_session(fake, tmp, f"ss{runs}", [])
+                    session.start()
+                    fake.reset()
+                    session.send(f"calls={n}")
+                    session.close()
+                else:
+                    r = run_child(agent_argv(n, ws), env=env, timeout_s=120 + n)
+                    if r.returncode != 0:
+                        raise SystemExit(f"headless N={n}: exit {r.returncode}")
+                s = fake.stats(expect=n + 1)
+                gaps = s.gaps_s()
+                if s.requests != n + 1 or len(gaps) != n:
+                    raise SystemExit(f"{mode} N={n}: the fake saw {s.requests} requests, "
+                                     f"expected {n + 1}")
+                a, b, c, d = _gap_figures(gaps)
+                mean[mode, n].add(a)
+                median[mode, n].add(b)
+                early[mode, n].add(c)
+                late[mode, n].add(d)
+    print(f"medians over {repeat} interleaved runs; per call in ms; ratio = mean / the floor's "
+          "mean in the same run")
+    print(f"{'client':<26} {'N':>4} {'mean':>7} {'median':>7} {'first 1/6':>9} "
+          f"{'last 1/6':>8} {'x floor':>8}")
+    out: dict[tuple[str, int], float] = {}
+    for n in SERVER_SIDE_NS:
+        floor = mean[modes[0], n].median
+        for mode in modes:
+            key = (mode, n)
+            out[key] = mean[key].median
+            print(f"{mode:<26} {n:>4} {mean[key].median * 1e3:7.2f} "
+                  f"{median[key].median * 1e3:7.2f} {early[key].median * 1e3:9.2f} "
+                  f"{late[key].median * 1e3:8.2f} {ratio(mean[key].median, floor):>8}")
+    for n in SERVER_SIDE_NS:
+        h = out[modes[3], n] * 1e3
+        verdict = "MET" if h <= SERVER_SIDE_GOAL_MS else "MISSED"
+        print(f"goal 5, N={n}: headless {h:.2f} ms per call (mean), in-process "
+              f"{out[modes[2], n] * 1e3:.2f} ms; goal <= {SERVER_SIDE_GOAL_MS} ms: {verdict}")
+    return out
+
+
+def profile_turn(fake: FakeProcess, tmp: Path, n: int = 300, top: int = 25) -> None:
+    """cProfile of one in-process n-call turn: where the host time per call goes."""
+    import cProfile
+    import io
+    import pstats
+
+    header(f"5. cProfile of one in-process {n}-call turn (own time per call, ranked)")
+    warm = make_session(fake, tmp, "prof-warm", [])
+    warm.start()
+    warm.send("calls=2")
+    warm.close()
+    session = make_session(fake, tmp, "prof", [])
+    session.start()
+    prof = cProfile.Profile(time.process_time)  # CPU time: waiting on the socket is not cost
+    prof.enable()
+    session.send(f"calls={n}")
+    prof.disable()
+    session.close()
+    out = io.StringIO()
+    stats = pstats.Stats(prof, stream=out)
+    total = sum(v[2] for v in stats.stats.values())  # type: ignore[attr-defined]
+    print(f"profiled CPU {total:.3f} s = {total / n * 1e3:.2f} ms per call (cProfile inflates "
+          "it; read the ranks and shares)")
+    by_file: dict[str, float] = {}
+    for (path, _line, _name), v in stats.stats.items():  # type: ignore[attr-defined]
+        by_file[_area(path)] = by_file.get(_area(path), 0.0) + v[2]
+    print("own time by area:")
+    for area, t in sorted(by_file.items(), key=lambda kv: -kv[1])[:12]:
+        print(f"  {t / total * 100:5.1f}%  {t / n * 1e6:7.0f} us per call  {area}")
+    stats.sort_stats("tottime").print_stats(top)
+    print("\n".join(line for line in out.getvalue().splitlines()[6:] if line.strip()))
+    out.seek(0)
+    out.truncate()
+    stats.sort_stats("cumulative").print_stats(r"agent_cli", top)
+    print("cumulative, agent_cli functions only:")
+    print("\n".join(line for line in out.getvalue().splitlines()[6:] if line.strip()))
+
+
+def public_api_ab(fake: FakeProcess, repeat: int, tmp: Path, n: int = 300) -> None:
+    """Goal 6: the provider as shipped (body encoded once, sent through `client.post(content=)`
+    inside the SDK's `MessageStreamManager`) against the SDK's public `client.messages.stream`,
+    which prepares (walks and copies) the whole body before encoding it. Same session, same
+    server, interleaved; figures from the server's side, plus the two encodings alone on the
+    body of the last request of an n-call turn."""
+    import json
+
+    from agent_cli.providers.anthropic import AnthropicProvider
+
+    header(f"6. goal 6: the shipped request path against messages.stream (N={n}, interleaved)")
+
+    class PublicStream(AnthropicProvider):
+        def _open_stream(self, client: Any, body: dict[str, Any]) -> Any:
+            return client.messages.stream(**body)
+
+    bodies: list[dict[str, Any]] = []
+
+    class Keep(AnthropicProvider):
+        def _open_stream(self, client: Any, body: dict[str, Any]) -> Any:
+            bodies[:] = [body]
+            return super()._open_stream(client, body)
+
+    variants: dict[str, type[AnthropicProvider]] = {"shipped (post content=)": AnthropicProvider,
+                                                    "public messages.stream": PublicStream}
+    gaps = {name: Stats() for name in variants}
+    late = {name: Stats() for name in variants}
+    runs = 0
+    for _ in range(repeat):
+        for name, cls in variants.items():
+            runs += 1
+            session = make_session(fake, tmp, f"ab{runs}", [], cls)
+            session.start()
+            fake.reset()
+            result = session.send(f"calls={n}")
+            session.close()
+            st = fake.stats(expect=n + 1)
+            if result.reason != "end_turn" or st.requests != n + 1:
+                raise SystemExit(f"{name}: wrong run ({result.reason}, {st.requests} requests)")
+            g = st.gaps_s()
+            gaps[name].add(statistics.fmean(g))
+            late[name].add(_gap_figures(g)[3])
+    for name in variants:
+        print(f"  {name:<26} per call (server side, mean) {gaps[name].fmt('ms', 2)}; last sixth "
+              f"{late[name].median * 1e3:.2f} ms")
+    a, b = (gaps[k].median for k in variants)
+    print(f"  public API costs {(b - a) * 1e3:+.2f} ms per call at N={n} ({ratio(b, a)} the "
+          "shipped path)")
+    session = make_session(fake, tmp, "ab-body", [], Keep)
+    session.start()
+    session.send(f"calls={n}")
+    session.close()
+    from anthropic._utils._prepare import prepare_request_data  # measured only, never used
+
+    body = bodies[0]
+    enc, prep = Stats(), Stats()
+    for _ in range(max(5, repeat * 3)):
+        t0 = time.process_time()
+        json.dumps({**body, "stream": True}, ensure_ascii=False, separators=(",", ":")).encode()
+        t1 = time.process_time()
+        from anthropic._utils._json import openapi_dumps
+
+        openapi_dumps(prepare_request_data({**body, "stream": True}, location="body"))
+        t2 = time.process_time()
+        enc.add(t1 - t0)
+        prep.add(t2 - t1)
+    size = len(json.dumps(body))
+    print(f"  the last request's body ({size / 1e3:.0f} KB): json.dumps {enc.fmt('ms', 2)}; the "
+          f"SDK's prepare + encode {prep.fmt('ms', 2)} ({ratio(prep.median, enc.median)})")
+
+
+def _area(path: str) -> str:
+    """Which package a profiled function's file belongs to (agent_cli module, or the library)."""
+    p = path.replace("\\", "/")
+    if "/agent_cli/" in p:
+        return "agent_cli/" + p.split("/agent_cli/", 1)[1]
+    if "site-packages/" in p:
+        return p.split("site-packages/", 1)[1].split("/", 1)[0]
+    if p.startswith("<") or p == "~":
+        return "builtins"
+    return "stdlib/" + p.rsplit("/", 1)[-1]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--ns", default="0,1,10,100,300")
     parser.add_argument("--quick", action="store_true", help="N up to 100, 3 repeats")
+    parser.add_argument("--server-side", action="store_true",
+                        help="only part 4 (the server's view at N=100 and 300)")
+    parser.add_argument("--profile", action="store_true",
+                        help="add a cProfile of one in-process 300-call turn")
+    parser.add_argument("--sdk-ab", action="store_true",
+                        help="only part 6: the shipped request path against messages.stream")
     args = parser.parse_args(argv)
     ns = sorted({0, *(int(x) for x in args.ns.split(","))})
     repeat = args.repeat
@@ -283,11 +567,25 @@ def main(argv: list[str] | None = None) -> int:
         ns, repeat = [n for n in ns if n <= 100], min(repeat, 3)
     print(f"bench_overhead: {machine_line()}; repeat={repeat}; fake server in its own process")
     sys.path.insert(0, str(REPO))
+    if args.sdk_ab:
+        with spawn_fake() as fake, tempfile.TemporaryDirectory(prefix="bench-overhead-") as t:
+            public_api_ab(fake, repeat, Path(t))
+        return 0
+    if args.server_side:
+        with spawn_fake() as fake, tempfile.TemporaryDirectory(prefix="bench-overhead-") as t:
+            server_side(fake, repeat, Path(t))
+            if args.profile:
+                profile_turn(fake, Path(t))
+        return 0
     with spawn_fake() as fake, tempfile.TemporaryDirectory(prefix="bench-overhead-") as t:
         tmp = Path(t)
         sub = headless(fake, ns, repeat, tmp)
         inproc, inside = in_process(fake, ns, repeat, tmp)
         sdk_wall, sdk_cpu = bare_sdk(fake, max(ns), max(1, repeat // 2))
+        server_side(fake, max(1, repeat // 2), tmp)
+        public_api_ab(fake, max(1, repeat // 2), tmp)
+        if args.profile:
+            profile_turn(fake, tmp)
     header("summary")
     big = max(ns)
     small = min((n for n in ns if n >= 10), default=big)

@@ -225,6 +225,17 @@ class ServerStats:
     request_bytes: int
     walls_s: list[float] = field(default_factory=list)
     """Handler wall time of each request, in order (the first MAX_WALLS)."""
+    arrivals_s: list[float] = field(default_factory=list)
+    """`time.perf_counter()` in the server when each request's head had arrived (the first
+    MAX_WALLS). CLOCK_MONOTONIC: the same clock in every process of this machine."""
+    ends_s: list[float] = field(default_factory=list)
+    """`time.perf_counter()` when the server had written the last byte of each answer."""
+
+    def gaps_s(self) -> list[float]:
+        """Host time between requests, seen from the server: the next request's arrival minus
+        the end of this one's answer (so the server's own time per request is not in it). One
+        gap per request after the first: the client's work for one model reply + tool call."""
+        return [b - a for a, b in zip(self.ends_s, self.arrivals_s[1:], strict=False)]
 
     @property
     def per_request_wall_s(self) -> float:
@@ -249,10 +260,22 @@ class FakeProcess:
     def reset(self) -> None:
         self._call("POST", "/__bench/reset")
 
-    def stats(self) -> ServerStats:
+    def stats(self, expect: int | None = None) -> ServerStats:
+        """What the fake saw; with `expect`, wait (up to 10 s) until it has counted that many
+        requests: the client may read the end of an answer before the server's thread has
+        added it up."""
+        deadline = time.monotonic() + 10.0
+        while True:
+            s = self._stats()
+            if expect is None or s.requests >= expect or time.monotonic() > deadline:
+                return s
+            time.sleep(0.001)
+
+    def _stats(self) -> ServerStats:
         d = self._call("GET", "/__bench/stats")
         return ServerStats(d["requests"], d["handler_wall_s"], d["handler_cpu_s"],
-                           d["client_ports"], d["streamed"], d["request_bytes"], d["walls_s"])
+                           d["client_ports"], d["streamed"], d["request_bytes"], d["walls_s"],
+                           d["arrivals_s"], d["ends_s"])
 
 
 @contextmanager
@@ -289,7 +312,7 @@ def _serve() -> None:
     def reset() -> None:
         with lock:
             totals.update(requests=0, wall=0.0, cpu=0.0, ports=[], streamed=0, bytes=0,
-                          walls=[])
+                          walls=[], arrivals=[], ends=[])
         with fake._lock:
             fake.requests.clear()
 
@@ -300,9 +323,11 @@ def _serve() -> None:
         if handler.path.startswith("/__bench/"):
             _bench_endpoint(handler)
             return
-        wall, cpu = time.perf_counter(), time.thread_time()
+        arrival, cpu = time.perf_counter(), time.thread_time()
         original(handler)
-        wall, cpu = time.perf_counter() - wall, time.thread_time() - cpu
+        handler.wfile.flush()
+        end = time.perf_counter()
+        wall, cpu = end - arrival, time.thread_time() - cpu
         with fake._lock:
             last = fake.requests[-1] if fake.requests else None
             fake.requests.clear()  # keep memory flat over long runs
@@ -312,6 +337,8 @@ def _serve() -> None:
             totals["cpu"] += cpu
             if len(totals["walls"]) < MAX_WALLS:
                 totals["walls"].append(wall)
+                totals["arrivals"].append(arrival)
+                totals["ends"].append(end)
             if last is not None:
                 if last.client_port not in totals["ports"]:
                     totals["ports"].append(last.client_port)
@@ -334,7 +361,9 @@ def _serve() -> None:
                                     "client_ports": list(totals["ports"]),
                                     "streamed": totals["streamed"],
                                     "request_bytes": totals["bytes"],
-                                    "walls_s": list(totals["walls"])})
+                                    "walls_s": list(totals["walls"]),
+                                    "arrivals_s": list(totals["arrivals"]),
+                                    "ends_s": list(totals["ends"])})
         handler.close_connection = True
 
     fa.FakeHandler._dispatch = timed_dispatch  # type: ignore[method-assign,assignment]

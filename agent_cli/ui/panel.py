@@ -15,21 +15,27 @@ completion, no default.
 
 from __future__ import annotations
 
-import json
 import re
-import shlex
 from collections.abc import Callable, Iterator
-from typing import Any
 
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.panel import Panel
-from rich.table import Table
 from rich.text import Text
 
 from agent_cli.approval import ONLY_YES, Answer, decision_for, read_answer
 from agent_cli.call_warnings import hidden_summary, lookalike_summary
 from agent_cli.calls import Call, Decision, Denied
 from agent_cli.safe_text import is_blank, one_line
+from agent_cli.ui.panel_args import (
+    HEADINGS,
+    call_facts,
+    is_diff,
+    ordered_args,
+    shown_by_preview,
+    target,
+    value_text,
+)
+from agent_cli.ui.panel_frame import FramedLines, grid_lines
 from agent_cli.ui.safe_rich import safe, safe_line
 from agent_cli.ui.terminal import default_input, discard_typeahead
 
@@ -38,54 +44,13 @@ InputFn = Callable[[str], str]
 KEY_MAX = 24
 """Widest an argument name column gets; longer names wrap inside it."""
 TITLE_ID_MAX = 60
-PROMPT_TARGET_MAX = 60
-"""Characters of the path or command the question restates (the cut is counted)."""
 BLANK_RUN_MIN = 4
 """This many blank lines in a row in a diff (same gutter) are shown as one counted marker."""
 
 
-def _value_text(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, ensure_ascii=False, indent=2)
-
-
-def ordered_args(request: Call) -> list[tuple[str, Any]]:
-    """The arguments in the tool's declared order; names it does not declare follow, sorted."""
-    declared = [k for k in request.arg_order if k in request.args]
-    seen = set(declared)
-    rest = sorted((k for k in request.args if k not in seen), key=str)
-    return [(k, request.args[k]) for k in [*declared, *rest]]
-
-
 # -- the preview --------------------------------------------------------------------------------
 
-def _is_diff(preview: str) -> bool:
-    return "\n@@ " in preview or preview.startswith("@@ ")
-
-
-def _added_text(preview: str) -> str:
-    """What the `+` lines of a unified diff add, joined (the whole content of a new file)."""
-    return "".join(line[1:] for line in preview.splitlines(keepends=True)
-                   if line.startswith("+") and not line.startswith("+++"))
-
-
-def shown_by_preview(value: Any, preview: str | None) -> str | None:
-    """Why a value need not be printed again: the preview already shows all of it. A new file's
-    content is exactly the `+` lines of its diff; an argv list is the quoted command line."""
-    if not preview:
-        return None
-    if isinstance(value, str) and value and _is_diff(preview) and _added_text(preview) == value:
-        n = value.count("\n") + (0 if value.endswith("\n") else 1)
-        return f"(shown once, as the diff below: {n:,} line{'' if n == 1 else 's'})"
-    if (isinstance(value, list) and value and all(isinstance(v, str) for v in value)
-            and shlex.join(value) in preview):
-        return f"(shown once, in the preview below, as one command line of {len(value):,} words)"
-    return None
-
-
 _GUTTER_STYLE = {"+": "green", "-": "red", " ": ""}
-_HEADINGS = ("CREATE", "OVERWRITE", "EDIT", "WILL FAIL")
 _SANDBOX_WARNINGS = ("network: ALLOWED", "not sandboxed", "sandbox: OFF", "not confined")
 
 
@@ -125,7 +90,7 @@ class DiffView:
                 yield gutter, safe(line[1:], style)
             elif line.startswith("@@"):
                 yield "", safe(line, "cyan")
-            elif line.startswith(_HEADINGS):
+            elif line.startswith(HEADINGS):
                 yield "", safe(line, "bold")
             elif line.startswith(_SANDBOX_WARNINGS):
                 # the sandbox lines of run_command that widen what a yes allows
@@ -135,7 +100,7 @@ class DiffView:
             i += 1
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        if not _is_diff(self.preview):
+        if not is_diff(self.preview):
             yield safe(self.preview)
             return
         width = max(options.max_width - 1, 8)
@@ -168,47 +133,53 @@ class ApprovalPanel:
     def __init__(self, request: Call) -> None:
         self.request = request
 
-    def _table(self, width: int) -> Table:
+    def _rows(self, clean: set[int]) -> list[tuple[Text, Text]]:
+        """The name/value rows; adds to `clean` the argument strings that hold no token."""
         r = self.request
-        table = Table.grid(padding=(0, 1))
-        table.add_column(style="bold cyan", max_width=key_width(width), overflow="fold")
-        table.add_column(overflow="fold", ratio=1)
-        table.add_row("tool", safe(r.name, "bold"))
+        rows: list[tuple[Text, Text]] = [(Text("tool"), safe(r.name, "bold"))]
         if len(one_line(r.id)) > TITLE_ID_MAX:
-            table.add_row("call id", safe(r.id))
-        table.add_row("effect", safe_line(r.effect, 40, "green" if r.effect == "read"
-                                          else "bold red"))
+            rows.append((Text("call id"), safe(r.id)))
+        rows.append((Text("effect"), safe_line(r.effect, 40, "green" if r.effect == "read"
+                                                else "bold red")))
         if r.source:
-            table.add_row("from", safe(r.source, "dim"))
+            rows.append((Text("from"), safe(r.source, "dim")))
         if r.description and not r.preview:
             about = r.description.strip().split("\n", 1)[0]
-            table.add_row("about", safe_line(about, 200, "dim"))
+            rows.append((Text("about"), safe_line(about, 200, "dim")))
         for key, value in r.panel_extra.items():
-            table.add_row(safe_line(key), safe(value, "italic"))
+            rows.append((safe_line(key), safe(value, "italic")))
         if not r.args:
-            table.add_row("arguments", Text("(none)", style="dim"))
+            rows.append((Text("arguments"), Text("(none)", style="dim")))
         for key, value in ordered_args(r):
             once = shown_by_preview(value, r.preview)
             if once is not None:
-                table.add_row(safe_line(str(key)), safe(once, "dim"))
+                rows.append((safe_line(str(key)), safe(once, "dim")))
             else:
-                table.add_row(safe_line(str(key)), safe(_value_text(value)))
-        return table
+                shown = safe(value_text(value))
+                if isinstance(value, str) and not shown.spans:
+                    clean.add(id(value))  # no token: nothing for hidden_summary to find
+                rows.append((safe_line(str(key)), shown))
+        return rows
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         r = self.request
-        parts: list[RenderableType] = [self._table(options.max_width)]
+        inner = max(options.max_width - 4, 1)
+        clean: set[int] = set()
+        body = grid_lines(console, self._rows(clean), inner, key_width(options.max_width),
+                          "bold cyan")
+        parts: list[RenderableType] = []
         if r.preview:
             parts.append(Text("preview", style="bold cyan"))
             parts.append(DiffView(r.preview))
-        warning = hidden_summary(r)
+        warning = hidden_summary(r, frozenset(clean))
         if warning:
             parts.append(safe("⚠ " + warning, "bold yellow"))
         lookalikes = lookalike_summary(r)
         if lookalikes:
             parts.append(safe("⚠ " + lookalikes, "bold yellow"))
-        yield Panel(Group(*parts), title=_title(r.id), title_align="left",
-                    border_style="yellow", expand=True)
+        frame = Panel(Text(""), title=_title(r.id), title_align="left",
+                      border_style="yellow", expand=True)
+        yield FramedLines(body, Group(*parts) if parts else None, frame)
 
 
 def approval_panel(request: Call) -> ApprovalPanel:
@@ -217,46 +188,12 @@ def approval_panel(request: Call) -> ApprovalPanel:
 
 # -- the question -------------------------------------------------------------------------------
 
-_PATH_KEYS = ("path", "file", "file_path", "filename", "target", "dest", "destination")
-
-
-def _target(request: Call) -> str:
-    """What the question names: the path, or the command, or the first text argument."""
-    args = ordered_args(request)
-    for key, value in args:
-        if str(key).lower() in _PATH_KEYS and isinstance(value, str):
-            return " on " + one_line(value, PROMPT_TARGET_MAX)
-    for key, value in args:
-        if str(key).lower() in ("command", "cmd", "argv", "args"):
-            text = (shlex.join(value) if isinstance(value, list)
-                    and all(isinstance(v, str) for v in value) else _value_text(value))
-            return " `" + one_line(text, PROMPT_TARGET_MAX) + "`"
-    for key, value in args:
-        if isinstance(value, str):
-            return f" with {one_line(str(key), 24)}=" + one_line(value, PROMPT_TARGET_MAX)
-    return ""
-
-
-def _facts(request: Call) -> list[str]:
-    facts: list[str] = []
-    first = (request.preview or "").split("\n", 1)[0]
-    for heading in _HEADINGS:
-        if first.startswith(heading):
-            facts.append(heading)
-            break
-    content = request.args.get("content")
-    if isinstance(content, str):
-        n = content.count("\n") + (0 if content.endswith("\n") or not content else 1)
-        facts.append(f"{n:,} line" + ("" if n == 1 else "s"))
-    return facts
-
-
 def prompt_line(request: Call) -> str:
     """`Run write_file on notes.txt (CREATE, 2,000 lines)? [y/N] `: the call restated, sanitised
     and on one line, so the question says what a yes is for even when the panel scrolled away."""
-    facts = _facts(request)
+    facts = call_facts(request)
     said = f" ({', '.join(facts)})" if facts else ""
-    return f"Run {one_line(request.name, 64)}{_target(request)}{said}? [y/N] "
+    return f"Run {one_line(request.name, 64)}{target(request)}{said}? [y/N] "
 
 
 PROMPT_RE = re.compile(r"^Run .*\? \[y/N\] $", re.S)
@@ -266,13 +203,13 @@ PAGE_PROMPT = "-- more ({shown:,} of {total:,} lines): Enter for the next page, 
               "q to deny -- "
 
 
+RESIZED_NOTE = ("The terminal was resized: the panel is shown again, laid out for {width:,} "
+                "columns; answer after its last line.")
+
+
 def tall_panel_note(lines: int, height: int) -> str:
     return (f"This panel is {lines:,} lines long, taller than the terminal ({height:,} rows): it "
             "is shown a page at a time, and the question comes after its last line.")
-
-
-class _Stop(Exception):
-    """The person answered q, Esc or Ctrl-C at a page of the panel."""
 
 
 class TerminalApprover:
@@ -293,18 +230,26 @@ class TerminalApprover:
             discard_typeahead()
         return self._input(message)
 
-    def _show(self, panel: ApprovalPanel) -> bool:
-        """Put the whole panel on screen; False when the person stopped (q) before its end."""
+    def _size(self) -> tuple[int, int]:
+        size = self.console.size  # read from the terminal each time (it may have been resized)
+        return size.width, size.height
+
+    def _show(self, panel: ApprovalPanel) -> tuple[int, int] | None:
+        """Put the whole panel on screen and say the terminal size it was laid out for; None
+        when the person stopped (q) before its end. When the terminal was resized at a page's
+        prompt, the panel is laid out again for the new size and shown again from the top."""
         c = self.console
+        # crop=False: every line of the panel is already exactly the console's width (Rich's
+        # cropping pass would measure each of them again: 40% of a 1 MB panel's cost)
         with c.capture() as cap:
-            c.print(panel)
-        rendered = cap.get()
-        lines = rendered.splitlines(keepends=True)
-        room = max(c.height - 3, 5)
+            c.print(panel, crop=False)
+        lines = cap.get().splitlines(keepends=True)
+        size = self._size()
+        room = max(size[1] - 3, 5)
         if len(lines) <= room:
-            c.print(panel)  # through the console, so a recording console records it too
-            return True
-        c.print(safe(tall_panel_note(len(lines), c.height), "bold yellow"))
+            c.print(panel, crop=False)  # through the console: a recording console records it
+            return size
+        c.print(safe(tall_panel_note(len(lines), size[1]), "bold yellow"))
         room = max(room - 1, 4)
         shown = 0
         while shown < len(lines):
@@ -317,26 +262,39 @@ class TerminalApprover:
             try:
                 answer = self._ask(PAGE_PROMPT.format(shown=shown, total=len(lines)))
             except (EOFError, KeyboardInterrupt):
-                return False
+                return None
             word = answer.strip().lower()
             if word in ("q", "quit") or answer.startswith("\x1b"):
-                return False
+                return None
+            if self._size() != size:
+                c.print(safe(RESIZED_NOTE.format(width=self._size()[0]), "bold yellow"))
+                return self._show(panel)
             if word == "g":
                 room = len(lines)
-        return True
+        return size
 
     def decide(self, request: Call) -> Decision:
-        if not self._show(approval_panel(request)):
-            self.console.print(Text("Denied, and the rest of this reply too (stopped at the "
-                                    "panel).", style="red"))
-            return decision_for(request, Answer("stop"))
-        try:
-            answer = read_answer(self._ask(prompt_line(request)))
-        except EOFError:
+        panel = approval_panel(request)
+        while True:
+            size = self._show(panel)
+            if size is None:
+                self.console.print(Text("Denied, and the rest of this reply too (stopped at "
+                                        "the panel).", style="red"))
+                return decision_for(request, Answer("stop"))
+            try:
+                answer: Answer | None = read_answer(self._ask(prompt_line(request)))
+            except EOFError:
+                answer = None
+            except KeyboardInterrupt:
+                answer = Answer("stop")
+            # A yes counts for a panel drawn at the terminal's size: after a resize the lines
+            # on screen may be cut or reflowed, so the panel is drawn again and asked again.
+            if answer is None or answer.kind != "approve" or self._size() == size:
+                break
+            self.console.print(safe(RESIZED_NOTE.format(width=self._size()[0]), "bold yellow"))
+        if answer is None:
             self.console.print(Text("Denied (no answer).", style="red"))
             return Denied(request.id, None)
-        except KeyboardInterrupt:
-            answer = Answer("stop")
         if answer.kind == "approve":
             return decision_for(request, answer)
         if answer.kind == "stop":

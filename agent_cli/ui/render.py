@@ -32,9 +32,8 @@ def brief_args(value: object, limit: int = 120) -> str:
 
 
 class Renderer:
-    def __init__(self, console: Console, *, show_results: bool = True) -> None:
+    def __init__(self, console: Console) -> None:
         self.console = console
-        self.show_results = show_results
         self._streaming = False
         self._proposed: dict[str, object] = {}
         self._reported: set[str] = set()
@@ -70,7 +69,7 @@ class Renderer:
                 self._proposed.pop(event.id, None)
                 if event.id in self._reported:
                     self._reported.discard(event.id)
-                elif self.show_results:
+                else:
                     self._result(event)
             case ev.Notice():
                 c.print(safe(event.message, "yellow"))

@@ -10,6 +10,7 @@ made while the panel was open is not mistaken for the call's.
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,6 +24,10 @@ if TYPE_CHECKING:
     from agent_cli.config import Settings
 
 FILE_TOOLS = frozenset({"write_file", "edit_file"})
+REUSE_MIN_S = 0.05
+"""A snapshot is reused for the next one asked for (same scope) while it is younger than the
+walk that took it, or than this: no person answers a panel that fast, so no edit of theirs can
+fall in between, and anything else that writes in that window races the walk itself anyway."""
 OUTSIDE_NOTE = "effects outside the workspace cannot be undone (the sandbox is off)"
 
 
@@ -54,6 +59,8 @@ class WorkspaceRecorder:
     def __post_init__(self) -> None:
         self.workspace = Path(os.path.realpath(self.workspace))
         self.snapper = Snapshotter(self.workspace, self.store, self.limits, self.skip)
+        self._last: tuple[str, tuple[str, ...], Snapshot, float, float] | None = None
+        """The newest snapshot: scope, paths, the snapshot, when it was done, what it took."""
 
     @classmethod
     def for_session(cls, workspace: Path, settings: Settings) -> WorkspaceRecorder:
@@ -91,10 +98,20 @@ class WorkspaceRecorder:
             return "file", [] if rel == "." else [rel]
         return "tree", []
 
-    def _take(self, scope: str, rels: list[str], rules_from: Snapshot | None = None) -> Snapshot:
-        if scope == "file":
-            return self.snapper.paths(rels)
-        return self.snapper.tree(rules_from)
+    def _take(self, scope: str, rels: list[str], rules_from: Snapshot | None = None, *,
+              reuse: bool = True) -> Snapshot:
+        """A snapshot of `scope`; with `reuse`, the newest one when it is fresh (REUSE_MIN_S):
+        the panel's note, the snapshot after an automatic yes and, in a reply of several calls,
+        the one after the previous call are then one walk, not three."""
+        now = time.monotonic()
+        last = self._last
+        if reuse and last is not None and last[0] == scope and last[1] == tuple(rels) and \
+                now - last[3] <= max(last[4], REUSE_MIN_S):
+            return last[2]
+        snap = self.snapper.paths(rels) if scope == "file" else self.snapper.tree(rules_from)
+        done = time.monotonic()
+        self._last = (scope, tuple(rels), snap, done, done - now)
+        return snap
 
     # -- the hook ----------------------------------------------------------------------------
 
@@ -130,11 +147,14 @@ class WorkspaceRecorder:
             return [ev.Notice(message=f"undo cannot cover call {token.call_id}: {token.error}",
                               kind="undo")]
         try:
-            now = self._take(token.scope, token.rels, token.snapshot)
+            # never reused: the call ran since the snapshot before it
+            now = self._take(token.scope, token.rels, token.snapshot, reuse=False)
         except Exception as e:  # never stops the call: it says undo won't cover it
             return [ev.Notice(message=f"undo cannot cover call {token.call_id}: the workspace "
                               f"could not be snapshotted after it ran ({_why(e)})",
                               kind="undo")]
+        if not finished:
+            self._last = None  # what it started may still be writing: never reuse this one
         changes = diff(token.snapshot, now)
         self.store.sync({s.sha256 for ch in changes for s in (ch.before, ch.after)
                          if s is not None and s.sha256 is not None})

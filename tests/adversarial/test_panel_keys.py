@@ -84,10 +84,13 @@ def test_up_arrow_at_the_second_panel_does_not_recall_yes(chat: Any) -> None:
     child.send(b"write both\r")
     child.expect(ASK)
     child.send(b"y\r")
-    # Wait for the second question itself: the first one is drawn once more (with the y) when it
-    # is answered, and keys sent then are type-ahead the second panel rightly discards. Then wait
-    # for its cursor to show (it is reading), then press Up.
+    # The second panel's question, by its own path: a bare ASK would match the first question
+    # redrawn with its accepted "y" (the line editor redraws the line when it accepts it), and
+    # the keys below would then be sent before the second question exists and flushed as
+    # typeahead: the test hung whenever they arrived before that flush.
     child.expect(rb"Run write_file on b\.txt[^\r\n]*\? \[y/N\]")
+    # Keys sent before the prompt has finished drawing (cursor shown again: it is reading) can
+    # be lost on a loaded machine; wait for that, then press Up.
     child.expect(rb"\x1b\[\?25h")
     child.send(b"\x1b[A")  # Up: with a shared history this brought back the y
     child.send(b"\r")
