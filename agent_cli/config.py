@@ -85,8 +85,8 @@ class MCPServer(BaseModel):
 class Settings(BaseModel):
     """Every setting of a session, layered: defaults < AGENT_CLI_HOME/config.toml < --config FILE
     < environment < command-line flags. config.example.toml lists each one with its default
-    (tests/test_config_example.py keeps the two in step). Unknown keys are an error, so a typo in
-    the config is reported instead of silently ignored."""
+    (tests/config/test_config_example.py keeps the two in step). Unknown keys are an error, so a
+    typo in the config is reported instead of silently ignored."""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -10,7 +10,7 @@ turn: the user asks, the model reads a workspace file (about 2 KB) and answers: 
 
 "Input-price equivalent" weighs the three kinds of input by what the API charges for them
 (uncached 1x, cache write 1.25x, cache read 0.1x); cost is at the shipped claude-sonnet-5-5 price.
-Figures only; the tests assert the behaviour (tests/test_prompt_cache.py).
+Figures only; the tests assert the behaviour (tests/providers/test_prompt_cache.py).
 """
 
 from __future__ import annotations

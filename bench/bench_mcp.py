@@ -15,7 +15,7 @@ shutdown, and the per-call overhead of an MCP tool against a built-in one.
 4. In process: start_hub() with the four npm reference servers configured (everything,
    filesystem, memory, sequential-thinking; `npm ci --prefix tests/npm`): start_hub() returns /
    all four ready / close().
-5. The bare bridge call of one tool (`echo` of tests/mcp_e2e/hostile_server.py) over stdio
+5. The bare bridge call of one tool (`echo` of tests/mcp/e2e/hostile_server.py) over stdio
    and over streamable HTTP (the same server on a loopback port).
 
 Needs the mcp extra and the two servers (pip install mcp mcp-server-time mcp-server-git).
@@ -284,7 +284,7 @@ def bench_http(calls: int, tmp: Path) -> None:
     from agent_cli.tools.mcp.hub import MCPHub
     from agent_cli.tools.registry import Registry
 
-    server = REPO / "tests" / "mcp_e2e" / "hostile_server.py"
+    server = REPO / "tests" / "mcp" / "e2e" / "hostile_server.py"
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]

@@ -3,7 +3,7 @@
 `agent-cli --help` and `--version` are the commands people run most often just to look, so they
 are answered here without importing typer (about two thirds of the start-up time): the top-level
 help is laid out from the same table app.py builds its group from (catalog.py), in the layout
-click gives it. tests/test_cli_package.py compares the two page for page at several widths, so
+click gives it. tests/cli/test_cli_package.py compares the two page for page at several widths, so
 they cannot drift apart. Every other command line goes to the typer app.
 """
 

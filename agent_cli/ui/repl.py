@@ -1,5 +1,5 @@
 """The prompt-toolkit REPL. Slash commands are plain functions that return what to print, so they
-are tested without a terminal; a few pty tests prove the real wiring (tests/test_repl_pty.py).
+are tested without a terminal; a few pty tests prove the real wiring (tests/ui/test_repl_pty.py).
 
 Keys: Enter sends; Alt-Enter, Esc Enter and Ctrl-J insert a newline; Ctrl-C at the prompt clears
 the line; Ctrl-C during a turn cancels the turn (the loop turns it into `interrupt` events and

@@ -33,6 +33,7 @@ from agent_cli.tools.loader import LoadReport
 from agent_cli.tools.registry import Registry
 from agent_cli.ui.panel import PROMPT_RE, TerminalApprover
 from agent_cli.ui.render import Renderer
+from tests import scripts
 
 ASK = PROMPT_RE
 """The question of every panel: `Run write_file on notes.txt (CREATE)? [y/N] `."""
@@ -290,17 +291,9 @@ def harness(tmp_path: Path) -> Harness:
 
 
 def use(name: Any, inp: Any, call_id: str = "toolu_1") -> dict[str, Any]:
-    return {"type": "tool_use", "id": call_id, "name": name, "input": inp}
-
-
-def calls(*uses: dict[str, Any], text: str | None = None,
-          stop_reason: str = "tool_use") -> dict[str, Any]:
-    content: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
-    return {"content": [*content, *uses], "stop_reason": stop_reason}
-
-
-def done(text: str = "Done.") -> dict[str, Any]:
-    return {"content": [{"type": "text", "text": text}], "stop_reason": "end_turn"}
+    """An attack case's tool_use block: the name and input first (they are what varies), one id
+    unless the case needs more."""
+    return scripts.use(call_id, name, inp)
 
 
 def write_plugin(folder: Path, name: str, body: str) -> Path:

@@ -15,8 +15,9 @@ import pytest
 
 from agent_cli import events as ev
 from agent_cli.approval import DenyRule, path_arg_names
+from tests.scripts import calls, done
 
-from .conftest import Harness, calls, done, use, write_plugin
+from .conftest import Harness, use, write_plugin
 
 SECRETS = {"tool": "*", "args": {"path": "secrets/*"}, "reason": "keys live there"}
 RM = {"tool": "run_command", "args": {"command": "rm -rf *"}}

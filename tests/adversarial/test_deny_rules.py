@@ -16,8 +16,9 @@ import pytest
 
 from agent_cli import events as ev
 from agent_cli.config import load_settings
+from tests.scripts import calls, done
 
-from .conftest import Harness, assert_terminal_clean, calls, done, use
+from .conftest import Harness, assert_terminal_clean, use
 
 RM = {"tool": "run_command", "args": {"command": "*rm -rf*"}, "reason": "never delete trees"}
 ENV = {"tool": "*_file", "args": {"path": "*.env"}, "reason": "secrets live there"}

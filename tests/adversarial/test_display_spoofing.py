@@ -19,6 +19,7 @@ from agent_cli import events as ev
 from agent_cli.log.show import MarkdownView, show
 from agent_cli.providers.scripted import ScriptedProvider
 from agent_cli.ui.views.replay import TextView
+from tests.scripts import calls, done
 
 from .conftest import (
     MARKUP,
@@ -27,9 +28,7 @@ from .conftest import (
     Harness,
     assert_shown_as_tokens,
     assert_terminal_clean,
-    calls,
     cli,
-    done,
     expected_tokens,
     flat,
     make_console,

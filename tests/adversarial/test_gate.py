@@ -28,18 +28,9 @@ from agent_cli.calls import Call
 from agent_cli.log.keys import log_key
 from agent_cli.tools.base import args_digest, sha256_json
 from agent_cli.ui.panel import TerminalApprover
+from tests.scripts import calls, done
 
-from .conftest import (
-    ASK,
-    Answer,
-    Harness,
-    assert_terminal_clean,
-    calls,
-    done,
-    make_console,
-    use,
-    write_plugin,
-)
+from .conftest import ASK, Answer, Harness, assert_terminal_clean, make_console, use, write_plugin
 
 OUT = {"path": "out.txt", "content": "written by the model\n"}
 

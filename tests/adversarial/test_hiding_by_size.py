@@ -12,18 +12,9 @@ from typing import Any
 import pytest
 
 from agent_cli import events as ev
+from tests.scripts import calls, done
 
-from .conftest import (
-    ASK,
-    PAGE,
-    WARNING,
-    Harness,
-    assert_terminal_clean,
-    calls,
-    done,
-    flat,
-    use,
-)
+from .conftest import ASK, PAGE, WARNING, Harness, assert_terminal_clean, flat, use
 
 TAIL = "curl-evil.example-TAIL|sh"
 

@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 from agent_cli.cli.app import app
 from tests.conftest import REPO
 from tests.logtools import records_of, write_chain
-from tests.test_session_log import run_session, text, tool_use
+from tests.scripts import run_session, text, tool_use
 
 runner = CliRunner()
 DEADLINE_S = 60

@@ -14,18 +14,9 @@ import pytest
 
 from agent_cli import events as ev
 from agent_cli.tool_calls import STOPPED_AT_PANEL, TOO_MANY_AFTER_DENIAL
+from tests.scripts import calls, done
 
-from .conftest import (
-    ASK,
-    PAGE,
-    Answer,
-    Harness,
-    ScriptedInput,
-    assert_terminal_clean,
-    calls,
-    done,
-    use,
-)
+from .conftest import ASK, PAGE, Answer, Harness, ScriptedInput, assert_terminal_clean, use
 
 
 def _writes(n: int, prefix: str = "f") -> list[dict[str, Any]]:

@@ -19,6 +19,7 @@ from rich.console import Console
 from agent_cli.calls import Call
 from agent_cli.tools.base import sha256_json
 from agent_cli.ui.panel import approval_panel, key_width, panel_lines
+from tests.scripts import calls, done
 
 from .conftest import (
     ASK,
@@ -26,8 +27,6 @@ from .conftest import (
     WARNING,
     Harness,
     assert_terminal_clean,
-    calls,
-    done,
     flat,
     terminal_text,
     use,

@@ -17,8 +17,9 @@ from typing import Any
 
 from agent_cli.tools.trust import PINS_NAME
 from tests.conftest import REPO
+from tests.scripts import calls, done
 
-from .conftest import Harness, calls, done, use
+from .conftest import Harness, use
 
 PLUGIN = '''
 import sys

@@ -21,13 +21,12 @@ from agent_cli.providers.anthropic import AnthropicProvider
 from agent_cli.providers.base import ModelRequest
 from agent_cli.ui.panel import TerminalApprover
 from tests.fakes.anthropic_server import FakeAnthropic, _stream_events, text_reply, tool_reply
+from tests.scripts import calls, done
 
 from .conftest import (
     Harness,
     ScriptedInput,
     assert_terminal_clean,
-    calls,
-    done,
     flat,
     make_console,
     use,

@@ -16,9 +16,10 @@ from typing import Any
 import pytest
 
 from agent_cli import events as ev
-from tests.test_repl_pty import REPO, Chat, of_type, pty_env, session_events, text, tool_use
+from tests.scripts import calls, done
+from tests.ui.test_repl_pty import REPO, Chat, of_type, pty_env, session_events, text, tool_use
 
-from .conftest import Harness, calls, done, use
+from .conftest import Harness, use
 
 pexpect = pytest.importorskip("pexpect")
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.test_repl_pty import REPO, Chat, of_type, pty_env, session_events, text, tool_use
+from tests.ui.test_repl_pty import REPO, Chat, of_type, pty_env, session_events, text, tool_use
 
 pexpect = pytest.importorskip("pexpect")
 pytestmark = pytest.mark.pty

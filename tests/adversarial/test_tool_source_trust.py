@@ -17,15 +17,14 @@ import pytest
 
 from agent_cli import events as ev
 from agent_cli.config import load_settings
+from tests.scripts import calls, done
 
 from .conftest import (
     PAYLOADS,
     Harness,
     assert_shown_as_tokens,
     assert_terminal_clean,
-    calls,
     cli,
-    done,
     flat,
     terminal_text,
     use,

@@ -13,7 +13,7 @@ import pytest
 
 from agent_cli.log.trust import check_trust
 from agent_cli.log.writer import chain_hash, serialize
-from tests.test_undo import run_session, sh, undo_cli
+from tests.undo.test_undo import run_session, sh, undo_cli
 
 
 @pytest.fixture

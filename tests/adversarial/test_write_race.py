@@ -17,8 +17,9 @@ import pytest
 
 from agent_cli.approval import Approved, Decision
 from agent_cli.calls import Call
+from tests.scripts import calls, done
 
-from .conftest import Harness, calls, done, tree_hashes, use
+from .conftest import Harness, tree_hashes, use
 
 Swap = Callable[[Path, Path], None]
 
