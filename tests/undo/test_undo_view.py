@@ -16,14 +16,15 @@ from agent_cli.config import Settings
 from agent_cli.providers.scripted import ScriptedProvider
 from agent_cli.session import Session, load_registry
 from agent_cli.ui.undo_view import repl_undo
-from tests.undo.test_undo import done, sh, use
+from tests.scripts import done, tool_use
+from tests.undo.test_undo import sh
 
 
 def session_for(ws: Path, tmp: Path, calls: list[tuple[str, str, dict[str, Any]]],
                 **settings: Any) -> Session:
     config = Settings(provider="scripted", **settings)
     registry, _ = load_registry(config)
-    replies = [use(i, n, a) for i, n, a in calls] + [done()]
+    replies = [tool_use(i, n, a) for i, n, a in calls] + [done("done")]
     s = Session(config, workspace=ws, provider=ScriptedProvider(replies), registry=registry,
                 approver=ScriptedApprover(["y"] * len(calls)), log_path=tmp / "s.jsonl")
     s.start()
