@@ -35,6 +35,7 @@ LAYERS: dict[str, int] = {
     "agent_cli.usage": 0,
     "agent_cli.conversation": 0,
     "agent_cli.calls": 0,
+    "agent_cli.diff_lines": 0,
     "agent_cli.call_warnings": 0,
     # 1: the parts the loop drives, and the record it leaves.
     "agent_cli.tools": 1,

@@ -25,6 +25,7 @@ from typing import Any, assert_never
 from agent_cli import __version__
 from agent_cli import events as ev
 from agent_cli.calls import Call, call_of
+from agent_cli.diff_lines import line_kind
 from agent_cli.errors import LogError
 from agent_cli.log.html_text import markdown, text
 from agent_cli.log.keys import key_id, log_key
@@ -177,15 +178,7 @@ def _diff(preview: str) -> str:
     """The preview as the panel colours it: + green, - red, @@ cyan, the header bold."""
     lines = []
     for line in preview.splitlines():
-        cls = ""
-        if line.startswith("+") and not line.startswith("+++"):
-            cls = "add"
-        elif line.startswith("-") and not line.startswith("---"):
-            cls = "del"
-        elif line.startswith("@@"):
-            cls = "hunk"
-        elif line.startswith(("CREATE", "OVERWRITE", "EDIT")):
-            cls = "head"
+        cls = line_kind(line)
         attr = f' class="{cls}"' if cls else ""
         lines.append(f"<span{attr}>{text(line) or ' '}</span>")
     return f'<pre class="diff">{"".join(lines)}</pre>'

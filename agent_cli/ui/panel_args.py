@@ -9,6 +9,7 @@ import shlex
 from typing import Any
 
 from agent_cli.calls import Call
+from agent_cli.diff_lines import line_kind
 from agent_cli.safe_text import one_line
 
 PROMPT_TARGET_MAX = 60
@@ -40,7 +41,7 @@ def is_diff(preview: str) -> bool:
 def _added_text(preview: str) -> str:
     """What the `+` lines of a unified diff add, joined (the whole content of a new file)."""
     return "".join(line[1:] for line in preview.splitlines(keepends=True)
-                   if line.startswith("+") and not line.startswith("+++"))
+                   if line_kind(line) == "add")
 
 
 def shown_by_preview(value: Any, preview: str | None) -> str | None:

@@ -20,6 +20,7 @@ from rich.text import Text
 
 from agent_cli import events as ev
 from agent_cli.approval import parse_answer
+from agent_cli.diff_lines import line_kind
 from agent_cli.ui.safe_rich import safe
 from agent_cli.undo.changes import ChangeSet
 from agent_cli.undo.restore import Applied, Plan, Step, apply, undo_event
@@ -32,6 +33,8 @@ Ask = Callable[[str], str]
 """Shows a prompt and returns the answer typed; EOFError / KeyboardInterrupt mean no answer."""
 
 DIFF_MAX_BYTES = 1_000_000
+DIFF_STYLE = {"add": "green", "del": "red", "hunk": "cyan"}
+"""How the undo view colours each kind of diff line (diff_lines.line_kind)."""
 
 
 def _when(ts: float) -> str:
@@ -74,13 +77,7 @@ def _diff(step: Step, store: Store) -> Text:
     for line in lines:
         if not line.endswith("\n"):
             line += "\n\\ No newline at end of file\n"
-        style = ""
-        if line.startswith("+") and not line.startswith("+++"):
-            style = "green"
-        elif line.startswith("-") and not line.startswith("---"):
-            style = "red"
-        elif line.startswith("@@"):
-            style = "cyan"
+        style = DIFF_STYLE.get(line_kind(line), "")
         out.append_text(safe("    " + line, style))
     return out
 
