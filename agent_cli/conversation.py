@@ -149,6 +149,24 @@ def is_tool_answer(message: dict[str, Any]) -> bool:
         isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
 
 
+def retract_unanswered(history: History, text: str) -> bool:
+    """Take back a message the model never answered (the request failed or was interrupted), so it
+    is not silently merged into the next one. True when it was taken back."""
+    if not history or history[-1].get("role") != "user":
+        return False
+    content = history[-1].get("content")
+    if not isinstance(content, list) or not content:
+        return False
+    block = content[-1]
+    if not (isinstance(block, dict) and block.get("type") == "text" and block.get("text") == text):
+        return False
+    if len(content) == 1:
+        history.pop()
+    else:
+        history[-1] = {**history[-1], "content": content[:-1]}
+    return True
+
+
 def open_exchange(history: History) -> History:
     """The last tool exchange the model has not answered yet (a turn cut by an error, a limit or
     Ctrl-C): the assistant message that asked and the user message with the results. It must be

@@ -353,6 +353,13 @@ class Session:
         interrupt is logged (Loop.settle_interrupted); `answered` ids are already logged."""
         self.loop.settle_interrupted(self.history, answered)
 
+    def retract_unanswered(self, text: str) -> bool:
+        """Take back the user's `text` when the model never answered it (the request failed or
+        was interrupted), so it is not merged into the next message; True when it was."""
+        from agent_cli.conversation import retract_unanswered
+
+        return retract_unanswered(self.history, text)
+
     def compact(self) -> CompactResult:
         """`/compact`: the conversation becomes a model-written summary (context.compact)."""
         from agent_cli.context import compact

@@ -73,23 +73,6 @@ class TurnState:
             self.last_error = None
 
 
-def retract_unanswered(history: list[dict[str, Any]], text: str) -> bool:
-    """Take back a message the model never answered (the request failed or was interrupted), so it
-    is not silently merged into the next one. True when it was taken back."""
-    if not history or history[-1].get("role") != "user":
-        return False
-    content = history[-1].get("content")
-    if not isinstance(content, list) or not content:
-        return False
-    block = content[-1]
-    if not (isinstance(block, dict) and block.get("type") == "text" and block.get("text") == text):
-        return False
-    if len(content) == 1:
-        history.pop()
-    else:
-        history[-1] = {**history[-1], "content": content[:-1]}
-    return True
-
 Command = Callable[["Session", str], "RenderableType | object | None"]
 
 
@@ -415,7 +398,7 @@ def run_repl(session: Session, console: Console, read: Callable[[], str], *,
         finally:
             if view is not None:
                 view.stop()
-        if reason in ("error", "interrupted") and retract_unanswered(session.history, line):
+        if reason in ("error", "interrupted") and session.retract_unanswered(line):
             state.unsent = line
             hint = ("The API refused the request because of the conversation's content: "
                     "/retry sends your message again, /clear starts afresh (the log keeps "

@@ -18,6 +18,7 @@ from rich.console import Console
 from agent_cli import events as ev
 from agent_cli.approval import ScriptedApprover
 from agent_cli.config import Settings
+from agent_cli.conversation import retract_unanswered
 from agent_cli.providers.scripted import ScriptedProvider
 from agent_cli.session import Session
 from agent_cli.tools.base import Tool
@@ -290,15 +291,15 @@ def test_an_unanswered_message_is_taken_back_not_merged() -> None:
         {"role": "user", "content": [{"type": "text", "text": "a"}]},
         {"role": "assistant", "content": [{"type": "text", "text": "b"}]},
         {"role": "user", "content": [{"type": "text", "text": "lost"}]}]
-    assert repl.retract_unanswered(history, "lost")
+    assert retract_unanswered(history, "lost")
     assert [m["role"] for m in history] == ["user", "assistant"]
     # after tool results the text joined them: only the text goes
     history.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t",
                                                  "content": "x"},
                                                 {"type": "text", "text": "lost"}]})
-    assert repl.retract_unanswered(history, "lost")
+    assert retract_unanswered(history, "lost")
     assert history[-1]["content"] == [{"type": "tool_result", "tool_use_id": "t", "content": "x"}]
-    assert not repl.retract_unanswered(history, "lost")  # an answered turn is left alone
+    assert not retract_unanswered(history, "lost")  # an answered turn is left alone
 
 
 def test_retry_with_nothing_to_retry(rig: Callable[..., Rig]) -> None:
