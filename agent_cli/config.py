@@ -210,7 +210,7 @@ def own_state(settings: Settings) -> dict[Path, str]:
     for name in settings._config_files:
         state[Path(name)] = f"the config file {name}"
     if settings.log_dir:
-        state[Path(settings.log_dir).expanduser()] = "the session-log folder (log_dir)"
+        state[sessions_dir(settings)] = "the session-log folder (log_dir)"
     return state
 
 
@@ -274,6 +274,12 @@ def _xdg(var: str, default: Path) -> Path:
 def home() -> Path:
     """agent-cli's data folder (sessions, log key, pins, history); see `locations`."""
     return locations().data
+
+
+def sessions_dir(settings: Settings) -> Path:
+    """The folder session logs go to (config `log_dir`, default AGENT_CLI_HOME/sessions): the one
+    place it is computed (log/store.py lists and finds logs in it; the path guard protects it)."""
+    return Path(settings.log_dir).expanduser() if settings.log_dir else home() / "sessions"
 
 
 def user_config_file() -> Path:

@@ -1,9 +1,9 @@
 """Rebuild a conversation from its session log, to resume it (`chat --resume LOG`, `--continue`).
 
-Streams the log through session_log's reader, following `continues` back to the first log. Every
+Streams the log through log/reader.py, following `continues` back to the first log. Every
 tool_use gets exactly one tool_result (conversation.close_dangling); a call that was running when
-the session died is answered INTERRUPTED and never run again. Also where saved sessions live
-(`sessions_dir`), which `log list` (replay.py) shares.
+the session died is answered INTERRUPTED and never run again. Where saved sessions live, and which
+log a LOG argument names, is log/store.py's.
 """
 
 from __future__ import annotations

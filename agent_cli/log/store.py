@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from agent_cli.config import sessions_dir  # computed in config: the path guard needs it too
 from agent_cli.errors import LogError, UsageError
 
 if TYPE_CHECKING:
@@ -29,13 +30,6 @@ class LogNotFound(LogError):
     """A LOG argument that names no file. Same exit code for every command that takes a LOG."""
 
     exit_code = 2
-
-
-def sessions_dir(settings: Settings) -> Path:
-    """The folder new session logs go to (config `log_dir`, default AGENT_CLI_HOME/sessions)."""
-    from agent_cli.config import home
-
-    return Path(settings.log_dir).expanduser() if settings.log_dir else home() / "sessions"
 
 
 def new_log_path(settings: Settings) -> Path:
