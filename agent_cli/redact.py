@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from agent_cli.secrets_table import SHAPES, is_secret_name, secret_kind_of_name
+from agent_cli.secrets_table import SHAPES, is_secret_env_name, is_secret_name, secret_kind_of_name
 
 __all__ = ["Redactor", "default_redactor", "is_secret_name"]
 
@@ -218,3 +218,15 @@ class Redactor:
 def default_redactor() -> Redactor:
     """The built-in rules only; shared, since a Redactor is immutable."""
     return Redactor()
+
+
+def is_secret_var(name: str, value: str = "") -> bool:
+    """True if a variable must not reach a command: its name says secret (the shared table in
+    agent_cli/secrets_table.py, plus broader words: over-matching such as KEYBOARD_LAYOUT is the
+    safe side), it belongs to an API vendor, or its value holds anything the log redactor would
+    redact (a key, a token, a URL with a password, NAME=secret text)."""
+    if is_secret_env_name(name):
+        return True
+    if not value:
+        return False
+    return default_redactor().text(value) != value

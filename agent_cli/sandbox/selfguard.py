@@ -4,7 +4,7 @@ Landlock refuses a confined child ptrace of its parent, but not a read of /proc/
 which shows the environment block the process was started with: agent-cli's API key included.
 So, right after start:
 
-1. the values of secret variables (by the one rule in `agent_cli.tools.procs.is_secret_var`)
+1. the values of secret variables (by the one rule in `agent_cli.redact.is_secret_var`)
    are overwritten with NUL bytes in place, in that initial block. Python copied the environment
    into `os.environ` when it started, so the SDK still finds its key there; only the bytes the
    kernel shows (and C-level getenv, and children started with the inherited environment) lose
@@ -60,7 +60,7 @@ def _env_block() -> tuple[int, int]:
 def hide_secrets() -> list[str]:
     """Overwrite, in place, the value of every secret variable in the initial environment
     block. Returns the names whose values were hidden."""
-    from agent_cli.tools.procs import is_secret_var
+    from agent_cli.redact import is_secret_var
 
     start, end = _env_block()
     block = ctypes.string_at(start, end - start)

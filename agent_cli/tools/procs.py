@@ -31,6 +31,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from agent_cli.redact import is_secret_var  # the scrub's rule; plugins import it from here
+
 MARKER_VAR = "AGENT_CLI_RUN_ID"
 QUIET_ENV = {
     "GIT_TERMINAL_PROMPT": "0",
@@ -54,22 +56,6 @@ DRAIN_S = 0.25
 """Seconds to keep reading after the group is gone, for output still in the pipe."""
 _POLL_S = 0.05
 _PF_KTHREAD = 0x00200000
-
-
-def is_secret_var(name: str, value: str = "") -> bool:
-    """True if a variable must not reach a command: its name says secret (the shared table in
-    agent_cli/secrets_table.py, plus broader words: over-matching such as KEYBOARD_LAYOUT is the
-    safe side), it belongs to an API vendor, or its value holds anything the log redactor would
-    redact (a key, a token, a URL with a password, NAME=secret text)."""
-    from agent_cli.secrets_table import is_secret_env_name
-
-    if is_secret_env_name(name):
-        return True
-    if not value:
-        return False
-    from agent_cli.redact import default_redactor
-
-    return default_redactor().text(value) != value
 
 
 def scrubbed_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
