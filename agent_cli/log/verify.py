@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -113,14 +113,24 @@ def _describe(rec: dict[str, Any]) -> str:
     return f"seq {shown}, {kind if isinstance(kind, str) else '?'}"
 
 
-def verify(path: Path, key: bytes | Literal["auto"] | None = "auto") -> VerifyResult:
+Sink = Callable[[int, "dict[str, Any] | BadLine", bytes, bool], None]
+"""What `verify(sink=...)` hands on, in file order: (line number, the record (its `hash` and
+`mac` taken out) or a skipped line, the line's bytes, whether its session is signed with the key
+checked). Only lines that passed every check reach it; a fault ends the stream."""
+
+
+def verify(path: Path, key: bytes | Literal["auto"] | None = "auto",
+           sink: Sink | None = None) -> VerifyResult:
     """Check the hash chain and seq numbers line by line, streaming. Stops at the first fault and
     says which line and what: edited, dropped, inserted or reordered. Crash debris (a torn last
     line, a cut line or NUL bytes that the chain steps over) is a warning, not a fault.
 
     `key` is the log key whose MACs are checked (default: this user's, from AGENT_CLI_HOME);
     sessions signed with another key, or none, are chain-checked only and get a warning.
-    `log_trust.check_trust` is the stricter question: may this log be acted on?"""
+    `log_trust.check_trust` is the stricter question: may this log be acted on?
+
+    `sink`, when given, receives every line as it is checked (see `Sink`), so a reader that
+    shows the log (`replay --output jsonl`) needs no second pass over it."""
     res = VerifyResult()
     prev_hash = ""
     prev_bytes = b""
@@ -144,6 +154,8 @@ def verify(path: Path, key: bytes | Literal["auto"] | None = "auto") -> VerifyRe
         if isinstance(rec, BadLine):
             if rec.debris or rec.torn:
                 pending_debris.append(rec)
+                if sink is not None:
+                    sink(lineno, rec, raw, False)
                 continue
             res.fault = f"line {lineno}: {rec.reason}; it was inserted or overwritten"
             return res
@@ -219,6 +231,8 @@ def verify(path: Path, key: bytes | Literal["auto"] | None = "auto") -> VerifyRe
             res.fault = (f"line {lineno} ({_describe(rec)}) {what} this user's log key: it was "
                          "forged (written or rewritten by something without the key)")
             return res
+        if sink is not None:
+            sink(lineno, rec, raw, signed)
         res.count += 1
         prev_hash = claimed
         prev_bytes = claimed.encode("ascii")  # (it equals a hex digest computed above)
