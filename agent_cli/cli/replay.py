@@ -128,7 +128,7 @@ def register(app: typer.Typer) -> None:
         from agent_cli.errors import LogError
         from agent_cli.log import show as rp
 
-        with tempfile.SpooledTemporaryFile(max_size=8 << 20) as spool:
+        with tempfile.SpooledTemporaryFile(max_size=4 << 20) as spool:
             try:
                 result, bad = rp.jsonl_in_one_pass(log_file, spool.write)
             except LogError:

@@ -150,8 +150,11 @@ def verify(path: Path, key: bytes | Literal["auto"] | None = "auto",
     records = ((n, item) for n, item, _raw in with_bytes)  # what _classify reads ahead in
     sha256 = hashlib.sha256
     lookahead = REORDER_LOOKAHEAD
+    current = ev.LOG_FORMAT_VERSION
+    canonical_ascii = _canonical_ascii
+    floats_as_written = _floats_as_written
     for lineno, rec, raw in with_bytes:
-        if isinstance(rec, BadLine):
+        if type(rec) is BadLine:
             if rec.debris or rec.torn:
                 pending_debris.append(rec)
                 if sink is not None:
@@ -161,13 +164,17 @@ def verify(path: Path, key: bytes | Literal["auto"] | None = "auto",
             return res
         seq = rec.get("seq")
         claimed = rec.get("hash")
-        if not isinstance(claimed, str) or not isinstance(seq, int) or isinstance(seq, bool):
+        # (exact types: a parsed record holds no subclasses, and a bool is no seq)
+        if type(claimed) is not str or type(seq) is not int:
             res.fault = (f"line {lineno}: a record without a valid seq and hash "
                          f"({rec.get('type', '?')}); it was inserted or edited")
             return res
         # (`hash` needs no such test: the length is used only once it equals a hex digest.)
-        if (b"\\u" not in raw and raw.isascii() and b"\x7f" not in raw
-                and _simple(rec.get("mac", "0")) and _floats_as_written(rec, raw)):
+        mac = rec.get("mac", "0")
+        # (`mac` as the writer writes it: hex, its own JSON encoding between quotes; the line
+        # is ASCII, so isalnum means [0-9A-Za-z])
+        if (raw.isascii() and b"\\u" not in raw and b"\x7f" not in raw
+                and type(mac) is str and mac.isalnum() and floats_as_written(rec, raw)):
             # The common line: one encoding, the canonical body; the byte check follows from
             # it (see _writer_length for why the length then decides).
             mac = rec.pop("mac", None)
@@ -175,14 +182,18 @@ def verify(path: Path, key: bytes | Literal["auto"] | None = "auto",
             try:
                 # No \\u escape, no DEL, no byte past ASCII: every character of the record is
                 # one both canonical encoders write alike, and the ASCII one is faster.
-                text = _canonical_ascii(rec)
+                text = canonical_ascii(rec)
             except (RecursionError, ValueError):
                 res.fault = f"line {lineno} ({_describe(rec)}): nested too deeply to check"
                 return res
             computed = sha256(prev_bytes + text.encode("ascii")).hexdigest()
-            members = 2 if mac is not None else 1
-            writer_form = (len(raw) == _writer_length(text, claimed, mac)
-                           and raw.count(b":") == text.count(":") + members)
+            # _writer_length, inlined: ,"hash":"<hex>" and ,"mac":"<hex>"
+            if mac is None:
+                writer_form = (len(raw) == len(text) + 10 + len(claimed)
+                               and raw.count(b":") == text.count(":") + 1)
+            else:
+                writer_form = (len(raw) == len(text) + 19 + len(claimed) + len(mac)
+                               and raw.count(b":") == text.count(":") + 2)
         else:
             # Any other line: the writer's form by encoding the record as read (`hash` and
             # `mac` in place); then without them the record is the chained body itself.
@@ -213,11 +224,13 @@ def verify(path: Path, key: bytes | Literal["auto"] | None = "auto",
                 res.warnings.append(f"line {bad.lineno}: {bad.reason}; the chain continues "
                                     "over it")
             pending_debris.clear()
-        problem = _check_structure(rec, approved, state)
-        if problem:
-            res.fault = f"line {lineno} ({_describe(rec)}): {problem}"
-            return res
-        if rec.get("type") == "session_start":
+        kind = rec.get("type")
+        if state["ended"] or (type(kind) is str and kind in _STRUCTURAL):
+            problem = _check_structure(rec, approved, state)
+            if problem:
+                res.fault = f"line {lineno} ({_describe(rec)}): {problem}"
+                return res
+        if kind == "session_start":
             kid = rec.get("key_id")
             signed = local is not None and kid == local_id
             if not signed:
@@ -237,12 +250,12 @@ def verify(path: Path, key: bytes | Literal["auto"] | None = "auto",
         prev_hash = claimed
         prev_bytes = claimed.encode("ascii")  # (it equals a hex digest computed above)
         expected = seq + 1
-        last_type = str(rec.get("type", ""))
+        last_type = kind
         recent[claimed] = lineno
         if len(recent) > lookahead:
             recent.popitem(last=False)
         v = rec.get("v", 1)
-        if isinstance(v, int) and v > ev.LOG_FORMAT_VERSION and not res.warnings:
+        if v != current and type(v) is int and v > current and not res.warnings:
             res.warnings.append(f"line {lineno}: written by a newer format (v{v}); its fields "
                                 "were chained but not all understood")
     for bad in pending_debris:
@@ -261,6 +274,10 @@ def verify(path: Path, key: bytes | Literal["auto"] | None = "auto",
                             "still running, or its last lines were removed (compare the head "
                             "hash with a copy you trust)")
     return res
+
+
+_STRUCTURAL = frozenset(("session_start", "session_end", "approval", "tool_started"))
+"""The types _check_structure looks at; after a session_end it looks at every record."""
 
 
 def _check_structure(rec: dict[str, Any], approved: set[str],
