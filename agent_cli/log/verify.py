@@ -139,7 +139,7 @@ def verify(path: Path, key: bytes | Literal["auto"] | None = "auto",
     """The last hashes seen. An OrderedDict: dropping a plain dict's first key rescans the
     deleted slots before it each time, which cost 3 us per record on a long log."""
     pending_debris: list[BadLine] = []
-    last_type = ""
+    last_type: Any = ""
     approved: set[str] = set()
     state = {"ended": False}
     local = log_key(create=False) if key == "auto" else key
@@ -154,7 +154,7 @@ def verify(path: Path, key: bytes | Literal["auto"] | None = "auto",
     canonical_ascii = _canonical_ascii
     floats_as_written = _floats_as_written
     for lineno, rec, raw in with_bytes:
-        if type(rec) is BadLine:
+        if isinstance(rec, BadLine):
             if rec.debris or rec.torn:
                 pending_debris.append(rec)
                 if sink is not None:
