@@ -11,6 +11,12 @@
    not grow with the log.
 
     python bench/bench_log.py [--calls 2000] [--events 100000] [--repeat 3] [--dir DIR]
+                              [--read-only] [--before TREE]
+
+`--before TREE` runs a second copy of the code (a checkout of an older commit, for example
+`git worktree add /tmp/before <commit>`) in the same interleaved rounds, its own child processes
+with TREE first on the path, so a before/after pair comes from one run. `--read-only` skips the
+write rates and the log of --events x 3.
 
 Figures only; nothing is asserted.
 """
@@ -112,7 +118,7 @@ def measured(argv: list[str], env: dict[str, str]) -> tuple[float, float, float,
     return float(wall), float(rss), float(cpu), int(code)
 
 
-def read_back(log: Path, repeat: int) -> None:
+def read_back(log: Path, repeat: int, before: Path | None = None) -> None:
     home = log.parent / "home"  # holds the key, so verify checks every MAC as it would at home
     home.mkdir(exist_ok=True)
     (home / "log.key").write_text(KEY.hex() + "\n", encoding="ascii")
@@ -121,20 +127,27 @@ def read_back(log: Path, repeat: int) -> None:
     py = sys.executable
     floor_code = ("import json, sys\nwith open(sys.argv[1], 'rb') as f:\n    for line in f:\n"
                   "        json.loads(line)\n")
-    runs = (
+    runs = [
         ("floor: bare json.loads of every line", [py, "-c", floor_code, str(log)]),
         ("log verify", [py, "-m", "agent_cli", "log", "verify", str(log)]),
         ("replay --output jsonl", [py, "-m", "agent_cli", "replay", str(log), "--output",
                                    "jsonl"]),
         ("(start-up alone: agent-cli --help)", [py, "-m", "agent_cli", "--help"]),
-    )
+    ]
+    envs = {label: env for label, _ in runs}
+    if before is not None:
+        # -P: not the current folder first, so PYTHONPATH's tree is the agent_cli imported
+        old_env = clean_env(AGENT_CLI_HOME=str(home), PYTHONPATH=str(before))
+        for label, argv in runs[1:3]:
+            envs[f"{label} (before)"] = old_env
+            runs.append((f"{label} (before)", [py, "-P", *argv[1:]]))
     wall = {label: Stats() for label, _ in runs}
     cpu = {label: Stats() for label, _ in runs}
     rss = {label: Stats() for label, _ in runs}
     codes: dict[str, int] = {}
     for _ in range(repeat):  # interleaved, so a burst of load hits every command alike
         for label, argv in runs:
-            w, r, c, codes[label] = measured(argv, env)
+            w, r, c, codes[label] = measured(argv, envs[label])
             wall[label].add(w)
             cpu[label].add(c)
             rss[label].add(r)
@@ -142,7 +155,7 @@ def read_back(log: Path, repeat: int) -> None:
     for label, _ in runs:
         print(f"  {label:38s} wall {wall[label].fmt('s', 2)}  cpu {cpu[label].median:.2f} s  "
               f"peak RSS {rss[label].max:.1f} MB  exit {codes[label]}", flush=True)
-        if label in ("log verify", "replay --output jsonl"):
+        if label.startswith(("log verify", "replay --output jsonl")):
             print(f"  {'':38s} = {wall[label].median / wall[floor].median:.2f}x the floor's wall"
                   f", {cpu[label].median / cpu[floor].median:.2f}x its CPU (goal: <= 1.0 s and "
                   "<= 3x)", flush=True)
@@ -155,26 +168,30 @@ def main() -> None:
     ap.add_argument("--events", type=int, default=100_000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--dir", type=Path, default=Path(__file__).resolve().parent / ".out")
+    ap.add_argument("--read-only", action="store_true",
+                    help="only read back the --events log (no write rates, no x 3 log)")
+    ap.add_argument("--before", type=Path, default=None, metavar="TREE",
+                    help="also run the agent_cli of this source tree, interleaved")
     args = ap.parse_args()
     folder: Path = args.dir
     folder.mkdir(parents=True, exist_ok=True)
     print(machine_line())
     try:
         header(f"events written per second ({args.calls} calls x 4 events, redaction on)")
-        for fsync in (True, False):
+        for fsync in (() if args.read_only else (True, False)):
             rates = Stats()
             for _ in range(args.repeat):
                 rates.add(write_rate(folder, args.calls, fsync))
             label = "write-ahead fsync (default)" if fsync else "no fsync (for comparison)"
             print(f"  {label:30s} {rates.median:10.0f} events/s "
                   f"(min {rates.min:.0f}, max {rates.max:.0f})", flush=True)
-        for n in (args.events, args.events * 3):
+        for n in (args.events,) if args.read_only else (args.events, args.events * 3):
             log = folder / f"gen-{n}.jsonl"
             start = time.perf_counter()
             generate(log, n)
             header(f"reading back a {n:,}-event log (generated in "
                    f"{time.perf_counter() - start:.1f} s)")
-            read_back(log, args.repeat)
+            read_back(log, args.repeat, args.before)
             log.unlink()
     finally:
         shutil.rmtree(folder, ignore_errors=True)

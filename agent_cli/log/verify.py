@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -113,14 +113,24 @@ def _describe(rec: dict[str, Any]) -> str:
     return f"seq {shown}, {kind if isinstance(kind, str) else '?'}"
 
 
-def verify(path: Path, key: bytes | Literal["auto"] | None = "auto") -> VerifyResult:
+Sink = Callable[[int, "dict[str, Any] | BadLine", bytes, bool], None]
+"""What `verify(sink=...)` hands on, in file order: (line number, the record (its `hash` and
+`mac` taken out) or a skipped line, the line's bytes, whether its session is signed with the key
+checked). Only lines that passed every check reach it; a fault ends the stream."""
+
+
+def verify(path: Path, key: bytes | Literal["auto"] | None = "auto",
+           sink: Sink | None = None) -> VerifyResult:
     """Check the hash chain and seq numbers line by line, streaming. Stops at the first fault and
     says which line and what: edited, dropped, inserted or reordered. Crash debris (a torn last
     line, a cut line or NUL bytes that the chain steps over) is a warning, not a fault.
 
     `key` is the log key whose MACs are checked (default: this user's, from AGENT_CLI_HOME);
     sessions signed with another key, or none, are chain-checked only and get a warning.
-    `log_trust.check_trust` is the stricter question: may this log be acted on?"""
+    `log_trust.check_trust` is the stricter question: may this log be acted on?
+
+    `sink`, when given, receives every line as it is checked (see `Sink`), so a reader that
+    shows the log (`replay --output jsonl`) needs no second pass over it."""
     res = VerifyResult()
     prev_hash = ""
     prev_bytes = b""
@@ -129,7 +139,7 @@ def verify(path: Path, key: bytes | Literal["auto"] | None = "auto") -> VerifyRe
     """The last hashes seen. An OrderedDict: dropping a plain dict's first key rescans the
     deleted slots before it each time, which cost 3 us per record on a long log."""
     pending_debris: list[BadLine] = []
-    last_type = ""
+    last_type: Any = ""
     approved: set[str] = set()
     state = {"ended": False}
     local = log_key(create=False) if key == "auto" else key
@@ -140,22 +150,31 @@ def verify(path: Path, key: bytes | Literal["auto"] | None = "auto") -> VerifyRe
     records = ((n, item) for n, item, _raw in with_bytes)  # what _classify reads ahead in
     sha256 = hashlib.sha256
     lookahead = REORDER_LOOKAHEAD
+    current = ev.LOG_FORMAT_VERSION
+    canonical_ascii = _canonical_ascii
+    floats_as_written = _floats_as_written
     for lineno, rec, raw in with_bytes:
         if isinstance(rec, BadLine):
             if rec.debris or rec.torn:
                 pending_debris.append(rec)
+                if sink is not None:
+                    sink(lineno, rec, raw, False)
                 continue
             res.fault = f"line {lineno}: {rec.reason}; it was inserted or overwritten"
             return res
         seq = rec.get("seq")
         claimed = rec.get("hash")
-        if not isinstance(claimed, str) or not isinstance(seq, int) or isinstance(seq, bool):
+        # (exact types: a parsed record holds no subclasses, and a bool is no seq)
+        if type(claimed) is not str or type(seq) is not int:
             res.fault = (f"line {lineno}: a record without a valid seq and hash "
                          f"({rec.get('type', '?')}); it was inserted or edited")
             return res
         # (`hash` needs no such test: the length is used only once it equals a hex digest.)
-        if (b"\\u" not in raw and raw.isascii() and b"\x7f" not in raw
-                and _simple(rec.get("mac", "0")) and _floats_as_written(rec, raw)):
+        mac = rec.get("mac", "0")
+        # (`mac` as the writer writes it: hex, its own JSON encoding between quotes; the line
+        # is ASCII, so isalnum means [0-9A-Za-z])
+        if (raw.isascii() and b"\\u" not in raw and b"\x7f" not in raw
+                and type(mac) is str and mac.isalnum() and floats_as_written(rec, raw)):
             # The common line: one encoding, the canonical body; the byte check follows from
             # it (see _writer_length for why the length then decides).
             mac = rec.pop("mac", None)
@@ -163,14 +182,18 @@ def verify(path: Path, key: bytes | Literal["auto"] | None = "auto") -> VerifyRe
             try:
                 # No \\u escape, no DEL, no byte past ASCII: every character of the record is
                 # one both canonical encoders write alike, and the ASCII one is faster.
-                text = _canonical_ascii(rec)
+                text = canonical_ascii(rec)
             except (RecursionError, ValueError):
                 res.fault = f"line {lineno} ({_describe(rec)}): nested too deeply to check"
                 return res
             computed = sha256(prev_bytes + text.encode("ascii")).hexdigest()
-            members = 2 if mac is not None else 1
-            writer_form = (len(raw) == _writer_length(text, claimed, mac)
-                           and raw.count(b":") == text.count(":") + members)
+            # _writer_length, inlined: ,"hash":"<hex>" and ,"mac":"<hex>"
+            if mac is None:
+                writer_form = (len(raw) == len(text) + 10 + len(claimed)
+                               and raw.count(b":") == text.count(":") + 1)
+            else:
+                writer_form = (len(raw) == len(text) + 19 + len(claimed) + len(mac)
+                               and raw.count(b":") == text.count(":") + 2)
         else:
             # Any other line: the writer's form by encoding the record as read (`hash` and
             # `mac` in place); then without them the record is the chained body itself.
@@ -201,11 +224,13 @@ def verify(path: Path, key: bytes | Literal["auto"] | None = "auto") -> VerifyRe
                 res.warnings.append(f"line {bad.lineno}: {bad.reason}; the chain continues "
                                     "over it")
             pending_debris.clear()
-        problem = _check_structure(rec, approved, state)
-        if problem:
-            res.fault = f"line {lineno} ({_describe(rec)}): {problem}"
-            return res
-        if rec.get("type") == "session_start":
+        kind = rec.get("type")
+        if state["ended"] or (type(kind) is str and kind in _STRUCTURAL):
+            problem = _check_structure(rec, approved, state)
+            if problem:
+                res.fault = f"line {lineno} ({_describe(rec)}): {problem}"
+                return res
+        if kind == "session_start":
             kid = rec.get("key_id")
             signed = local is not None and kid == local_id
             if not signed:
@@ -219,16 +244,18 @@ def verify(path: Path, key: bytes | Literal["auto"] | None = "auto") -> VerifyRe
             res.fault = (f"line {lineno} ({_describe(rec)}) {what} this user's log key: it was "
                          "forged (written or rewritten by something without the key)")
             return res
+        if sink is not None:
+            sink(lineno, rec, raw, signed)
         res.count += 1
         prev_hash = claimed
         prev_bytes = claimed.encode("ascii")  # (it equals a hex digest computed above)
         expected = seq + 1
-        last_type = str(rec.get("type", ""))
+        last_type = kind
         recent[claimed] = lineno
         if len(recent) > lookahead:
             recent.popitem(last=False)
         v = rec.get("v", 1)
-        if isinstance(v, int) and v > ev.LOG_FORMAT_VERSION and not res.warnings:
+        if v != current and type(v) is int and v > current and not res.warnings:
             res.warnings.append(f"line {lineno}: written by a newer format (v{v}); its fields "
                                 "were chained but not all understood")
     for bad in pending_debris:
@@ -247,6 +274,10 @@ def verify(path: Path, key: bytes | Literal["auto"] | None = "auto") -> VerifyRe
                             "still running, or its last lines were removed (compare the head "
                             "hash with a copy you trust)")
     return res
+
+
+_STRUCTURAL = frozenset(("session_start", "session_end", "approval", "tool_started"))
+"""The types _check_structure looks at; after a session_end it looks at every record."""
 
 
 def _check_structure(rec: dict[str, Any], approved: set[str],
