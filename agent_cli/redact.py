@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from agent_cli.secrets_table import SHAPES, is_secret_name, secret_kind_of_name
+from agent_cli.secrets_table import SHAPE_HINTS, SHAPES, is_secret_name, secret_kind_of_name
 
 __all__ = ["Redactor", "default_redactor", "is_secret_name"]
 
@@ -138,6 +138,21 @@ _SHAPE_SUBS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str]], ...] 
     (pattern, _shape_replacer(kind, group)) for kind, pattern, group in _SHAPES
 )
 
+_ENV_HINTS = tuple(_MARKERS.split("|"))
+"""A NAME=value rule changes a text only for a name (ASCII by `_NAME_CHARS`) that
+`is_secret_name` accepts, and every such name holds one of these markers in some case."""
+
+
+def _may_hold_secret(s: str) -> bool:
+    """False only when no shape and no NAME=value rule can change `s` (the prefilter: most
+    strings of an event hold no hint, so they cost a `lower` and a few `in` tests instead of
+    one regex pass per rule)."""
+    low = s.lower()
+    if any(hint in low for hint in SHAPE_HINTS):
+        return True
+    return ("=" in s or ":" in s) and any(marker in low for marker in _ENV_HINTS)
+
+
 _CUSTOM_MARKER = _marker("custom")
 
 
@@ -173,9 +188,10 @@ class Redactor:
 
     def text(self, s: str) -> str:
         """Redact every secret found in ``s``: shapes first, then NAME=value, then custom."""
-        for pattern, replace in _SHAPE_SUBS:
-            s = pattern.sub(replace, s)
-        s = _ENV.sub(_env_replace, s)
+        if _may_hold_secret(s):
+            for pattern, replace in _SHAPE_SUBS:
+                s = pattern.sub(replace, s)
+            s = _ENV.sub(_env_replace, s)
         for pattern in self.extra_patterns:
             s = pattern.sub(_custom_replace, s)
         return s
