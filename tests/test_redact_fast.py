@@ -3,8 +3,6 @@ rule can change: the fast path must redact exactly what running every rule on ev
 
 from __future__ import annotations
 
-
-
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
