@@ -88,6 +88,8 @@ class ContextBudget:
         self._messages: list[Message] = []
         """The history as last sized, message by message (what `_entries` describe)."""
         self._totals: list[int] = [0]
+        self._contents: list[Any] = []
+        self._lens: list[int] = []
         """_totals[k]: the sum of the first k entries' sizes."""
         self.last_full_chars = 0
         """Size of the conversation before elision, at the last request."""
@@ -139,25 +141,35 @@ class ContextBudget:
             keep = 0
             while keep < n and msgs[keep] is history[keep]:
                 keep += 1
-        # a message whose content was changed in place: the last ones are where the loop adds
-        # (it replaces messages, but a hook may not); the check is cheap, do it for every one
-        for k in range(keep):
-            e = old[k]
-            c = e.message.get("content")
-            if c is not e.content or (isinstance(c, list) and len(c) != e.blocks):
-                keep = k
-                break
+        # a message whose content was changed in place (a block appended, the content replaced:
+        # the loop replaces messages, but a hook may not) is sized again: its content object and
+        # length are compared with the cached ones (in C, as the identities above)
+        if keep:
+            now = history[:keep]
+            current = list(map(_CONTENT, now))
+            try:
+                same = (all(map(operator.is_, current, self._current[:keep]))
+                        and list(map(len, current)) == self._lens[:keep])
+            except TypeError:  # a content with no length: check one by one
+                same = False
+            if not same:
+                keep = next((k for k in range(keep)
+                             if current[k] is not old[k].content
+                             or _blocks(current[k]) != old[k].blocks), keep)
         entries = old[:keep]
         totals = self._totals[:keep + 1]
+        contents, lens = self._contents[:keep], self._lens[:keep]
         running = totals[-1]
         for msg in history[keep:]:
             content = msg.get("content")
-            entry = _Entry(msg, json_size(msg), content,
-                           len(content) if isinstance(content, list) else -1)
+            entry = _Entry(msg, json_size(msg), content, _blocks(content))
             entries.append(entry)
+            contents.append(content)
+            lens.append(entry.blocks)
             running += entry.size
             totals.append(running)
         self._entries, self._messages, self._totals = entries, list(history), totals
+        self._contents, self._lens = contents, lens
         return entries, _list_total(running, len(entries))
 
     def __call__(self, history: list[Message]) -> list[Message]:
@@ -275,6 +287,17 @@ class ContextBudget:
             ))
         elif total <= self.budget_chars:
             self._warned_over = False
+
+
+_CONTENT = operator.methodcaller("get", "content")
+
+
+def _blocks(content: Any) -> int:
+    """The length a content is checked by (blocks of a list, characters of a string)."""
+    try:
+        return len(content)
+    except TypeError:
+        return -1
 
 
 def _list_total(sizes_sum: int, n: int) -> int:

@@ -143,14 +143,25 @@ _ENV_HINTS = tuple(_MARKERS.split("|"))
 `is_secret_name` accepts, and every such name holds one of these markers in some case."""
 
 
+_HINT_RE = re.compile("|".join(map(re.escape, SHAPE_HINTS)))
+_ENV_HINT_RE = re.compile("|".join(_ENV_HINTS))
+_SHORT = 128
+"""Below this length one regex search over the hints is cheapest; above, one `in` per hint."""
+
+
 def _may_hold_secret(s: str) -> bool:
     """False only when no shape and no NAME=value rule can change `s` (the prefilter: most
-    strings of an event hold no hint, so they cost a `lower` and a few `in` tests instead of
-    one regex pass per rule)."""
+    strings of an event hold no hint, so they cost a `lower` and a search for the hints instead
+    of one regex pass per rule)."""
     low = s.lower()
-    if any(hint in low for hint in SHAPE_HINTS):
-        return True
-    return ("=" in s or ":" in s) and any(marker in low for marker in _ENV_HINTS)
+    if len(s) < _SHORT:
+        if _HINT_RE.search(low) is not None:
+            return True
+    else:
+        for hint in SHAPE_HINTS:
+            if hint in low:
+                return True
+    return ("=" in s or ":" in s) and _ENV_HINT_RE.search(low) is not None
 
 
 _CUSTOM_MARKER = _marker("custom")

@@ -79,6 +79,8 @@ def _texts(draw: st.DrawFn) -> str:
 @given(_texts())
 def test_fast_path_equals_every_rule_on_random_text(text: str) -> None:
     assert R.text(text) == every_rule(text)
+    long = "." * redact._SHORT + text  # the prefilter's other branch (long strings)
+    assert R.text(long) == every_rule(long)
 
 
 @settings(max_examples=1000, deadline=None)
