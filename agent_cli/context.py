@@ -148,7 +148,7 @@ class ContextBudget:
             now = history[:keep]
             current = list(map(_CONTENT, now))
             try:
-                same = (all(map(operator.is_, current, self._current[:keep]))
+                same = (all(map(operator.is_, current, self._contents[:keep]))
                         and list(map(len, current)) == self._lens[:keep])
             except TypeError:  # a content with no length: check one by one
                 same = False
