@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 from agent_cli.secrets_table import SHAPE_HINTS, SHAPES, is_secret_name, secret_kind_of_name
@@ -164,6 +164,9 @@ def _may_hold_secret(s: str) -> bool:
     return ("=" in s or ":" in s) and _ENV_HINT_RE.search(low) is not None
 
 
+_secret_key = lru_cache(maxsize=4096)(is_secret_name)
+"""is_secret_name for the keys of events (a few dozen names, asked for every dict): kept."""
+
 _CUSTOM_MARKER = _marker("custom")
 
 
@@ -221,7 +224,7 @@ class Redactor:
             out: dict[Any, Any] = {}
             for key, item in obj.items():
                 if isinstance(key, str):
-                    if isinstance(item, str) and is_secret_name(key):
+                    if isinstance(item, str) and _secret_key(key):
                         item = self._secret_value(key, item)
                     key = self.text(key)
                 out[key] = self.value(item)
