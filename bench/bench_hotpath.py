@@ -140,12 +140,41 @@ def main() -> int:
         if len(meds) == 2 and meds[1] > 0:
             line += f"   {meds[0] / meds[1]:6.1f}x"
         print(line)
+    body_line(history, args.rounds)
     per_call = {label: (statistics.median(got[label]["redact"])
                         + statistics.median(got[label]["budget"])) / args.calls
                 for label in labels}
     print("redaction + budget per call: " + ", ".join(
         f"{label} {v * 1e3:.3f} ms" for label, v in per_call.items()))
     return 0
+
+
+def body_line(history: list[dict[str, Any]], rounds: int) -> None:
+    """4. the request body's JSON over one turn: one json.dumps of the whole body per request
+    (before) against each message's JSON kept between requests (providers/body_json.py)."""
+    from agent_cli.providers.anthropic import _encode, with_cache_breakpoints
+    from agent_cli.providers.body_json import BodyEncoder
+
+    bodies = [with_cache_breakpoints({"model": "m", "max_tokens": 1024,
+                                      "messages": history[:k], "system": "s"})
+              for k in range(1, len(history) + 1, 2)]
+
+    def whole() -> None:
+        for body in bodies:
+            _encode(body)
+
+    def kept() -> None:
+        encoder = BodyEncoder()
+        for body in bodies:
+            _encode(body, encoder)
+
+    w = statistics.median(_cpu(whole) for _ in range(rounds))
+    k = statistics.median(_cpu(kept) for _ in range(rounds))
+    last = bodies[-1]
+    size = len(_encode(last)[0])
+    print(f"{'request body JSON, one turn (' + str(len(bodies)) + ' requests)':<46}"
+          f"{w * 1e3:>11.1f} ms{k * 1e3:>11.1f} ms   {w / k:6.1f}x   "
+          f"(whole json.dumps vs kept per message; last body {size / 1024:.0f} KB)")
 
 
 def _strings(obj: Any) -> Any:
