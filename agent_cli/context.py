@@ -22,6 +22,7 @@ context from it.
 from __future__ import annotations
 
 import json
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -54,8 +55,10 @@ def stub_text(name: str, size: int) -> str:
 
 @dataclass
 class _Entry:
-    message: Message  # held so its id() cannot be reused while cached
+    message: Message  # held, and compared by identity: the same object at the same position
     size: int
+    content: Any = None  # the message's content object and its length when sized: a message
+    blocks: int = -1     # changed in place (a block appended) is sized again
     stubbed: Message | None = None
     stubbed_size: int = 0
     elided: int = 0
@@ -65,8 +68,10 @@ class _Entry:
 class ContextBudget:
     """`loop.prepare`: history -> the messages actually sent (a copy, stubbed past the budget).
 
-    Sizes are cached per message object, so a request costs O(messages) lookups plus the JSON of
-    new messages, not a re-serialisation of the whole conversation.
+    Sizes are cached by position: the history grows at its end within a turn, so a request
+    checks the cached entries against the history (identity, in C) and sizes only the messages
+    that are new or changed, with the total kept as prefix sums; not a re-serialisation, nor a
+    dictionary lookup per message, of the whole conversation on every request.
     """
 
     def __init__(self, budget_chars: int, emit: Callable[[ev.Notice], None] | None = None,
@@ -79,7 +84,13 @@ class ContextBudget:
         self.chars_per_token = DEFAULT_CHARS_PER_TOKEN
         """Learned from the usage the API returns: characters sent per prompt token."""
         self.emit = emit
-        self._cache: dict[int, _Entry] = {}
+        self._entries: list[_Entry] = []
+        self._messages: list[Message] = []
+        """The history as last sized, message by message (what `_entries` describe)."""
+        self._totals: list[int] = [0]
+        self._contents: list[Any] = []
+        self._lens: list[int] = []
+        """_totals[k]: the sum of the first k entries' sizes."""
         self.last_full_chars = 0
         """Size of the conversation before elision, at the last request."""
         self.last_sent_chars = 0
@@ -119,18 +130,50 @@ class ContextBudget:
             ratio = self.last_sent_chars / tokens
             self.chars_per_token = min(max(ratio, MIN_CHARS_PER_TOKEN), MAX_CHARS_PER_TOKEN)
 
-    def _entry(self, msg: Message, cache: dict[int, _Entry]) -> _Entry:
-        entry = self._cache.get(id(msg))
-        if entry is None or entry.message is not msg:
-            entry = _Entry(msg, json_size(msg))
-        cache[id(msg)] = entry
-        return entry
+    def _sizes(self, history: list[Message]) -> tuple[list[_Entry], int]:
+        """The entries for `history` and the size of all its messages: cached entries kept for
+        the longest prefix that is the same messages, unchanged; the rest sized afresh."""
+        old, msgs = self._entries, self._messages
+        n = min(len(old), len(history))
+        if n and all(map(operator.is_, msgs[:n] if n < len(msgs) else msgs, history[:n])):
+            keep = n
+        else:  # /clear, /compact, an edited history: find where it differs
+            keep = 0
+            while keep < n and msgs[keep] is history[keep]:
+                keep += 1
+        # a message whose content was changed in place (a block appended, the content replaced:
+        # the loop replaces messages, but a hook may not) is sized again: its content object and
+        # length are compared with the cached ones (in C, as the identities above)
+        if keep:
+            now = history[:keep]
+            current = list(map(_CONTENT, now))
+            try:
+                same = (all(map(operator.is_, current, self._contents[:keep]))
+                        and list(map(len, current)) == self._lens[:keep])
+            except TypeError:  # a content with no length: check one by one
+                same = False
+            if not same:
+                keep = next((k for k in range(keep)
+                             if current[k] is not old[k].content
+                             or _blocks(current[k]) != old[k].blocks), keep)
+        entries = old[:keep]
+        totals = self._totals[:keep + 1]
+        contents, lens = self._contents[:keep], self._lens[:keep]
+        running = totals[-1]
+        for msg in history[keep:]:
+            content = msg.get("content")
+            entry = _Entry(msg, json_size(msg), content, _blocks(content))
+            entries.append(entry)
+            contents.append(content)
+            lens.append(entry.blocks)
+            running += entry.size
+            totals.append(running)
+        self._entries, self._messages, self._totals = entries, list(history), totals
+        self._contents, self._lens = contents, lens
+        return entries, _list_total(running, len(entries))
 
     def __call__(self, history: list[Message]) -> list[Message]:
-        cache: dict[int, _Entry] = {}
-        entries = [self._entry(m, cache) for m in history]
-        self._cache = cache  # forget messages no longer in the history (/clear, /compact)
-        total = _list_size(e.size for e in entries)
+        entries, total = self._sizes(history)
         self.last_full_chars = total
         out = list(history)
         elided = 0
@@ -244,6 +287,22 @@ class ContextBudget:
             ))
         elif total <= self.budget_chars:
             self._warned_over = False
+
+
+_CONTENT = operator.methodcaller("get", "content")
+
+
+def _blocks(content: Any) -> int:
+    """The length a content is checked by (blocks of a list, characters of a string)."""
+    try:
+        return len(content)
+    except TypeError:
+        return -1
+
+
+def _list_total(sizes_sum: int, n: int) -> int:
+    """len(json.dumps(list)) of n items whose sizes add up to sizes_sum."""
+    return 2 + sizes_sum + 2 * max(n - 1, 0)
 
 
 def _list_size(sizes: Any) -> int:

@@ -25,10 +25,16 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
-from agent_cli.secrets_table import SHAPES, is_secret_env_name, is_secret_name, secret_kind_of_name
+from agent_cli.secrets_table import (
+    SHAPE_HINTS,
+    SHAPES,
+    is_secret_env_name,
+    is_secret_name,
+    secret_kind_of_name,
+)
 
 __all__ = ["Redactor", "default_redactor", "is_secret_name"]
 
@@ -138,6 +144,35 @@ _SHAPE_SUBS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str]], ...] 
     (pattern, _shape_replacer(kind, group)) for kind, pattern, group in _SHAPES
 )
 
+_ENV_HINTS = tuple(_MARKERS.split("|"))
+"""A NAME=value rule changes a text only for a name (ASCII by `_NAME_CHARS`) that
+`is_secret_name` accepts, and every such name holds one of these markers in some case."""
+
+
+_HINT_RE = re.compile("|".join(map(re.escape, SHAPE_HINTS)))
+_ENV_HINT_RE = re.compile("|".join(_ENV_HINTS))
+_SHORT = 128
+"""Below this length one regex search over the hints is cheapest; above, one `in` per hint."""
+
+
+def _may_hold_secret(s: str) -> bool:
+    """False only when no shape and no NAME=value rule can change `s` (the prefilter: most
+    strings of an event hold no hint, so they cost a `lower` and a search for the hints instead
+    of one regex pass per rule)."""
+    low = s.lower()
+    if len(s) < _SHORT:
+        if _HINT_RE.search(low) is not None:
+            return True
+    else:
+        for hint in SHAPE_HINTS:
+            if hint in low:
+                return True
+    return ("=" in s or ":" in s) and _ENV_HINT_RE.search(low) is not None
+
+
+_secret_key = lru_cache(maxsize=4096)(is_secret_name)
+"""is_secret_name for the keys of events (a few dozen names, asked for every dict): kept."""
+
 _CUSTOM_MARKER = _marker("custom")
 
 
@@ -173,9 +208,10 @@ class Redactor:
 
     def text(self, s: str) -> str:
         """Redact every secret found in ``s``: shapes first, then NAME=value, then custom."""
-        for pattern, replace in _SHAPE_SUBS:
-            s = pattern.sub(replace, s)
-        s = _ENV.sub(_env_replace, s)
+        if _may_hold_secret(s):
+            for pattern, replace in _SHAPE_SUBS:
+                s = pattern.sub(replace, s)
+            s = _ENV.sub(_env_replace, s)
         for pattern in self.extra_patterns:
             s = pattern.sub(_custom_replace, s)
         return s
@@ -194,7 +230,7 @@ class Redactor:
             out: dict[Any, Any] = {}
             for key, item in obj.items():
                 if isinstance(key, str):
-                    if isinstance(item, str) and is_secret_name(key):
+                    if isinstance(item, str) and _secret_key(key):
                         item = self._secret_value(key, item)
                     key = self.text(key)
                 out[key] = self.value(item)

@@ -16,6 +16,8 @@ runs in its own process and times its own handler so that time can be subtracted
    and a floor: a raw `http.client` loop sending the same growing body (one json.dumps, one
    read of the whole answer, no SSE parsing), interleaved run by run. `--profile` adds a
    cProfile of one in-process 300-call turn (functions ranked by own time, per call);
+5. goal 5, second part: `agent-cli run` answered with no tool call against `python -c "import
+   anthropic"` and `python -c pass`, interleaved (`--run-vs-import`; also after part 4);
 6. goal 6: the provider's request path (body encoded once, `client.post(content=)`) against the
    SDK's public `client.messages.stream`, interleaved, from the server's side (`--sdk-ab`).
 
@@ -23,6 +25,7 @@ Goal: under 3 ms per call and flat in N, with one client and one reused connecti
 server's side at most 1.5 ms at N=100 and N=300.
 Usage: python bench/bench_overhead.py [--repeat R] [--ns 0,1,10,100,300] [--quick]
        python bench/bench_overhead.py --server-side [--repeat R] [--profile]
+       python bench/bench_overhead.py --run-vs-import [--repeat R]
 """
 
 from __future__ import annotations
@@ -59,6 +62,8 @@ GOAL_MS = 3.0
 SERVER_SIDE_GOAL_MS = 1.5
 SERVER_SIDE_NS = (100, 300)
 FLAT_TOLERANCE = 1.5
+RUN_GOAL_RATIO = 1.3
+"""Goal 5's second part: `agent-cli run` with no tool call at most 1.3x `import anthropic`."""
 """Per-call cost at the largest N may be at most this many times the cost at N=10."""
 
 
@@ -537,6 +542,49 @@ def public_api_ab(fake: FakeProcess, repeat: int, tmp: Path, n: int = 300) -> No
           f"SDK's prepare + encode {prep.fmt('ms', 2)} ({ratio(prep.median, enc.median)})")
 
 
+def run_vs_import(fake: FakeProcess, repeat: int, tmp: Path) -> float:
+    """Goal 5, second part: `agent-cli run` answered with no tool call against `python -c
+    "import anthropic"` (the floor: the SDK import every request needs), interleaved, medians.
+    Returns the wall ratio."""
+    header("5. `agent-cli run` with no tool call vs `python -c \"import anthropic\"`")
+    home, ws = tmp / "home-run0", tmp / "ws-run0"
+    home.mkdir(exist_ok=True)
+    ws.mkdir(exist_ok=True)
+    env = clean_env(ANTHROPIC_BASE_URL=fake.base_url, ANTHROPIC_API_KEY=API_KEY,
+                    AGENT_CLI_HOME=str(home))
+    problems = check_once(fake, 0, env, ws)
+    if problems:
+        print("the run is wrong; no figures:\n  " + "\n  ".join(problems))
+        raise SystemExit(1)
+    runs = {"python -c 'import anthropic'": [sys.executable, "-c", "import anthropic"],
+            "python -c pass": [sys.executable, "-c", "pass"],
+            "agent-cli run (no tool call)": agent_argv(0, ws)}
+    wall = {k: Stats() for k in runs}
+    cpu = {k: Stats() for k in runs}
+    for argv in runs.values():  # warm the file cache and the bytecode
+        run_child(argv, env=env)
+    for _ in range(repeat):
+        for label, argv in runs.items():
+            fake.reset()
+            r = run_child(argv, env=env, timeout_s=120)
+            if r.returncode != 0:
+                print(f"{label}: exit {r.returncode}; stopping")
+                raise SystemExit(1)
+            wall[label].add(r.wall_s)
+            cpu[label].add(r.cpu_s)
+    floor = "python -c 'import anthropic'"
+    print(f"{'':<30} {'wall median':>11} {'min':>7} {'CPU median':>10}  x import anthropic "
+          "(wall / CPU)")
+    for label in runs:
+        print(f"{label:<30} {wall[label].median:9.3f} s {wall[label].min:7.3f} "
+              f"{cpu[label].median:8.3f} s  {wall[label].median / wall[floor].median:5.2f}x / "
+              f"{cpu[label].median / cpu[floor].median:.2f}x")
+    got = wall["agent-cli run (no tool call)"].median / wall[floor].median
+    print(f"goal 5 (second part): agent-cli run <= {RUN_GOAL_RATIO}x import anthropic: "
+          f"{got:.2f}x wall, {'MET' if got <= RUN_GOAL_RATIO else 'MISSED'}")
+    return got
+
+
 def _area(path: str) -> str:
     """Which package a profiled function's file belongs to (agent_cli module, or the library)."""
     p = path.replace("\\", "/")
@@ -558,6 +606,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="only part 4 (the server's view at N=100 and 300)")
     parser.add_argument("--profile", action="store_true",
                         help="add a cProfile of one in-process 300-call turn")
+    parser.add_argument("--run-vs-import", action="store_true",
+                        help="only part 5: `agent-cli run` with no tool call vs import anthropic")
     parser.add_argument("--sdk-ab", action="store_true",
                         help="only part 6: the shipped request path against messages.stream")
     args = parser.parse_args(argv)
@@ -571,9 +621,14 @@ def main(argv: list[str] | None = None) -> int:
         with spawn_fake() as fake, tempfile.TemporaryDirectory(prefix="bench-overhead-") as t:
             public_api_ab(fake, repeat, Path(t))
         return 0
+    if args.run_vs_import:
+        with spawn_fake() as fake, tempfile.TemporaryDirectory(prefix="bench-overhead-") as t:
+            run_vs_import(fake, max(repeat, 5), Path(t))
+        return 0
     if args.server_side:
         with spawn_fake() as fake, tempfile.TemporaryDirectory(prefix="bench-overhead-") as t:
             server_side(fake, repeat, Path(t))
+            run_vs_import(fake, max(repeat, 5), Path(t))
             if args.profile:
                 profile_turn(fake, Path(t))
         return 0
@@ -583,6 +638,7 @@ def main(argv: list[str] | None = None) -> int:
         inproc, inside = in_process(fake, ns, repeat, tmp)
         sdk_wall, sdk_cpu = bare_sdk(fake, max(ns), max(1, repeat // 2))
         server_side(fake, max(1, repeat // 2), tmp)
+        run_vs_import(fake, repeat, tmp)
         public_api_ab(fake, max(1, repeat // 2), tmp)
         if args.profile:
             profile_turn(fake, tmp)

@@ -24,6 +24,7 @@ HERE = Path(__file__).resolve().parent
 SCRIPTS = (
     "bench_startup.py",
     "bench_overhead.py",
+    "bench_hotpath.py",
     "bench_peer_llm.py",
     "bench_log.py",
     "bench_context.py",

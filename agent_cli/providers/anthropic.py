@@ -25,6 +25,7 @@ from agent_cli.providers.base import (
     anthropic_tool_choice,
     usage_of,
 )
+from agent_cli.providers.body_json import BodyEncoder
 from agent_cli.providers.http_errors import (
     CUT_OFF_KIND,
     broken_stream_message,
@@ -143,10 +144,13 @@ def fast_stream_supported() -> bool:
             and others_optional)
 
 
-def _encode(body: dict[str, Any]) -> tuple[bytes, bool]:
+def _encode(body: dict[str, Any], encoder: BodyEncoder | None = None) -> tuple[bytes, bool]:
     """The streaming request body as UTF-8 JSON, and whether a lone surrogate had to become
-    "?" (undecodable bytes a tool kept) for it to be valid UTF-8."""
-    text = json.dumps({**body, "stream": True}, ensure_ascii=False, separators=(",", ":"))
+    "?" (undecodable bytes a tool kept) for it to be valid UTF-8. With `encoder`, the messages
+    seen at the last request are not encoded again (the same bytes: providers/body_json.py)."""
+    full = {**body, "stream": True}
+    text = encoder(full) if encoder is not None else json.dumps(
+        full, ensure_ascii=False, separators=(",", ":"))
     try:
         return text.encode("utf-8"), False
     except UnicodeEncodeError:
@@ -179,6 +183,8 @@ class AnthropicProvider:
         self.timeout_s = timeout_s
         self._client: Any = None
         self._client_lock = threading.Lock()
+        self._body_json = BodyEncoder()
+        """Each message's JSON, kept from one request to the next (the same bytes)."""
 
     def warm_up(self, delay_s: float = 0.3) -> None:
         """Import the SDK and build the client in the background while the person types, so
@@ -226,7 +232,7 @@ class AnthropicProvider:
         """
         import anthropic
 
-        content, replaced = _encode(body)
+        content, replaced = _encode(body, self._body_json)
         if not fast_stream_supported():
             cleaned = json.loads(content) if replaced else dict(body)
             cleaned.pop("stream", None)

@@ -432,15 +432,26 @@ def _real_home(home: str) -> Path:
     return Path(os.path.realpath(home))
 
 
+_HOME_VARS = ("AGENT_CLI_HOME", "XDG_DATA_HOME", "HOME", "APPDATA", "USERPROFILE")
+_roots_cache: tuple[tuple[object, ...], dict[Path, str]] | None = None
+
+
 def protected_roots() -> dict[Path, str]:
-    """Every protected real path: AGENT_CLI_HOME as it is now, and what sessions registered."""
+    """Every protected real path: AGENT_CLI_HOME as it is now, and what sessions registered.
+    Kept, keyed on all it depends on: the variables `config.home()` reads and how many paths
+    sessions registered (`_PROTECTED` only grows); a changed AGENT_CLI_HOME is a new key."""
+    global _roots_cache
+    key = (*map(os.environ.get, _HOME_VARS), len(_PROTECTED))
+    if _roots_cache is not None and _roots_cache[0] == key:
+        return dict(_roots_cache[1])
     from agent_cli.config import home
 
     roots = {_real_home(str(home())): "AGENT_CLI_HOME (config, log key, sessions, pins, "
                                       "history)"}
     for real, what in _PROTECTED.items():
         roots.setdefault(real, what)
-    return roots
+    _roots_cache = (key, roots)
+    return dict(roots)
 
 
 def protected_reason(real: Path) -> str | None:
