@@ -66,7 +66,8 @@ class _Entry:
 
 
 class ContextBudget:
-    """`loop.prepare`: history -> the messages actually sent (a copy, stubbed past the budget).
+    """A request hook (Loop hooks): history -> the messages actually sent (a copy, stubbed past
+    the budget).
 
     Sizes are cached by position: the history grows at its end within a turn, so a request
     checks the cached entries against the history (identity, in C) and sizes only the messages
