@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
+import os
 import re
-from collections.abc import Callable, Iterable, Sequence
+import sys
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -339,3 +342,40 @@ def cli_streams(args: list[str]) -> tuple[int, str, str]:
 
     result = runner.invoke(get_command(app), args, env=env, catch_exceptions=False)
     return result.exit_code, result.stdout, result.stderr
+
+
+# --------------------------------------------------------------------------- the real REPL in a pty
+
+PTY_PROMPT = "›".encode()
+PTY_TIMEOUT = 60
+"""Seconds a pty test waits for the screen it expects (generous: the machine may be loaded)."""
+
+
+@pytest.fixture
+def chat(tmp_path: Path) -> Iterator[Any]:
+    """`chat(replies, rows=40)`: `agent-cli chat` on a scripted model in a pseudo-terminal 100
+    columns wide, waiting at its prompt; (child, workspace). Children still alive are ended."""
+    import pexpect
+
+    children: list[Any] = []
+    repo = Path(__file__).resolve().parents[2]
+
+    def start(replies: list[dict[str, Any]], rows: int = 40) -> tuple[Any, Path]:
+        ws = tmp_path / "ws"
+        ws.mkdir(exist_ok=True)
+        script = tmp_path / "script.json"
+        script.write_text(json.dumps(replies), encoding="utf-8")
+        env = dict(os.environ)
+        env.update(PROMPT_TOOLKIT_NO_CPR="1", TERM="xterm-256color", PYTHONUNBUFFERED="1")
+        child = pexpect.spawn(sys.executable, ["-m", "agent_cli", "chat", "--script",
+                                               str(script), "--workspace", str(ws)],
+                              env=env, cwd=str(repo), dimensions=(rows, 100),
+                              timeout=PTY_TIMEOUT)
+        children.append(child)
+        child.expect(PTY_PROMPT)
+        return child, ws
+
+    yield start
+    for child in children:
+        if child.isalive():
+            child.terminate(force=True)

@@ -10,59 +10,25 @@ from __future__ import annotations
 
 import json
 import os
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.adversarial.conftest import PTY_PROMPT
+from tests.scripts import calls, text
+
 pexpect = pytest.importorskip("pexpect")
 
 pytestmark = pytest.mark.pty
 
-REPO = Path(__file__).resolve().parent.parent.parent
 ASK = rb"Run [^\r\n]*\? \[y/N\]"
 PAGE = rb"-- more \("
-PROMPT = "›".encode()
-TIMEOUT = 60
 
 
 def _write(call_id: str, path: str, content: str) -> dict[str, Any]:
     return {"type": "tool_use", "id": call_id, "name": "write_file",
             "input": {"path": path, "content": content}}
-
-
-def _reply(*uses: dict[str, Any]) -> dict[str, Any]:
-    return {"content": list(uses), "stop_reason": "tool_use"}
-
-
-def _text(t: str) -> dict[str, Any]:
-    return {"content": [{"type": "text", "text": t}], "stop_reason": "end_turn"}
-
-
-@pytest.fixture
-def chat(tmp_path: Path) -> Iterator[Any]:
-    children: list[Any] = []
-
-    def start(replies: list[dict[str, Any]], rows: int = 40) -> tuple[Any, Path]:
-        ws = tmp_path / "ws"
-        ws.mkdir(exist_ok=True)
-        script = tmp_path / "script.json"
-        script.write_text(json.dumps(replies), encoding="utf-8")
-        env = dict(os.environ)
-        env.update(PROMPT_TOOLKIT_NO_CPR="1", TERM="xterm-256color", PYTHONUNBUFFERED="1")
-        child = pexpect.spawn(sys.executable, ["-m", "agent_cli", "chat", "--script",
-                                               str(script), "--workspace", str(ws)],
-                              env=env, cwd=str(REPO), dimensions=(rows, 100), timeout=TIMEOUT)
-        children.append(child)
-        child.expect(PROMPT)
-        return child, ws
-
-    yield start
-    for child in children:
-        if child.isalive():
-            child.terminate(force=True)
 
 
 def _events() -> list[dict[str, Any]]:
@@ -72,15 +38,15 @@ def _events() -> list[dict[str, Any]]:
 
 
 def _quit(child: Any) -> None:
-    child.expect(PROMPT)
+    child.expect(PTY_PROMPT)
     child.send(b"\x04")
     child.expect(pexpect.EOF)
     child.close()
 
 
 def test_up_arrow_at_the_second_panel_does_not_recall_yes(chat: Any) -> None:
-    child, ws = chat([_reply(_write("toolu_a", "a.txt", "first\n"),
-                             _write("toolu_b", "b.txt", "second\n")), _text("done")])
+    child, ws = chat([calls(_write("toolu_a", "a.txt", "first\n"),
+                             _write("toolu_b", "b.txt", "second\n")), text("done")])
     child.send(b"write both\r")
     child.expect(ASK)
     child.send(b"y\r")
@@ -102,9 +68,9 @@ def test_up_arrow_at_the_second_panel_does_not_recall_yes(chat: Any) -> None:
     assert [a["decision"] for a in approvals] == ["approved", "denied"]
 
 
-def test_esc_at_a_panel_denies_the_rest_of_the_reply(chat: Any) -> None:
-    child, ws = chat([_reply(_write("toolu_a", "a.txt", "1"), _write("toolu_b", "b.txt", "2"),
-                             _write("toolu_c", "c.txt", "3")), _text("never asked for")])
+def test_esc_at_a_panel_denies_the_rest_of_thecalls(chat: Any) -> None:
+    child, ws = chat([calls(_write("toolu_a", "a.txt", "1"), _write("toolu_b", "b.txt", "2"),
+                             _write("toolu_c", "c.txt", "3")), text("never asked for")])
     child.send(b"write three\r")
     child.expect(ASK)
     child.send(b"\x1b")
@@ -120,7 +86,7 @@ def test_esc_at_a_panel_denies_the_rest_of_the_reply(chat: Any) -> None:
 
 def test_a_tall_panel_is_paged_and_y_counts_only_at_the_question(chat: Any) -> None:
     content = "".join(f"row {i}\n" for i in range(120))
-    child, ws = chat([_reply(_write("toolu_a", "tall.txt", content)), _text("written")],
+    child, ws = chat([calls(_write("toolu_a", "tall.txt", content)), text("written")],
                      rows=24)
     child.send(b"write a tall file\r")
     child.expect(PAGE)

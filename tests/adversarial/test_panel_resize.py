@@ -9,62 +9,32 @@ was on screen as it is now laid out.
 
 from __future__ import annotations
 
-import json
-import os
 import re
-import sys
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.adversarial.conftest import PTY_PROMPT
+from tests.scripts import calls, done, use
 
 pexpect = pytest.importorskip("pexpect")
 
 pytestmark = pytest.mark.pty
 
-REPO = Path(__file__).resolve().parent.parent.parent
 ASK = rb"Run [^\r\n]*\? \[y/N\]"
 PAGE = rb"-- more \(([\d,]+) of ([\d,]+) lines\)"
 RESIZED = rb"The terminal was resized:"
 """The note's start: at 60 columns the rest of it wraps."""
-PROMPT = "›".encode()
-TIMEOUT = 60
+
 ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]")
 READING = rb"\x1b\[\?25h"
 """The cursor shown again: the line editor is reading (keys sent before are dropped)."""
 
 
-def _write(call_id: str, path: str, content: str) -> dict[str, Any]:
-    return {"type": "tool_use", "id": call_id, "name": "write_file",
-            "input": {"path": path, "content": content}}
-
-
-@pytest.fixture
-def chat(tmp_path: Path) -> Iterator[Any]:
-    children: list[Any] = []
-
-    def start(content: str, rows: int) -> tuple[Any, Path]:
-        ws = tmp_path / "ws"
-        ws.mkdir(exist_ok=True)
-        script = tmp_path / "script.json"
-        replies = [{"content": [_write("toolu_a", "wide.txt", content)],
-                    "stop_reason": "tool_use"},
-                   {"content": [{"type": "text", "text": "written"}], "stop_reason": "end_turn"}]
-        script.write_text(json.dumps(replies), encoding="utf-8")
-        env = dict(os.environ)
-        env.update(PROMPT_TOOLKIT_NO_CPR="1", TERM="xterm-256color", PYTHONUNBUFFERED="1")
-        child = pexpect.spawn(sys.executable, ["-m", "agent_cli", "chat", "--script",
-                                               str(script), "--workspace", str(ws)],
-                              env=env, cwd=str(REPO), dimensions=(rows, 100), timeout=TIMEOUT)
-        children.append(child)
-        child.expect(PROMPT)
-        return child, ws
-
-    yield start
-    for child in children:
-        if child.isalive():
-            child.terminate(force=True)
+def _writes(content: str) -> list[dict[str, Any]]:
+    """One write_file call of `content`, then the answer."""
+    return [calls(use("toolu_a", "write_file", {"path": "wide.txt", "content": content})),
+            done("written")]
 
 
 def _border_widths(seen: bytes) -> list[int]:
@@ -81,18 +51,17 @@ def _redrawn(child: Any) -> None:
 
 
 def _quit(child: Any) -> None:
-    child.expect(PROMPT)
+    child.expect(PTY_PROMPT)
     child.send(b"\x04")
     child.expect(pexpect.EOF)
     child.close()
-
 
 # lines of 70 characters: one row each at 100 columns, two at 60
 CONTENT = "".join(f"row {i:03d} " + "x" * 62 + "\n" for i in range(60))
 
 
 def test_a_resize_while_paging_lays_the_panel_out_again_from_its_first_line(chat: Any) -> None:
-    child, ws = chat(CONTENT, rows=24)
+    child, ws = chat(_writes(CONTENT), rows=24)
     child.send(b"write a wide file\r")
     child.expect(PAGE)
     assert _border_widths(child.before) == [100]
@@ -124,7 +93,7 @@ def test_a_resize_while_paging_lays_the_panel_out_again_from_its_first_line(chat
 
 def test_a_yes_after_a_resize_at_the_question_is_asked_again_at_the_new_width(
         chat: Any) -> None:
-    child, ws = chat("short\n", rows=40)
+    child, ws = chat(_writes("short\n"), rows=40)
     child.send(b"write a short file\r")
     child.expect(ASK)
     assert _border_widths(child.before) == [100]
