@@ -33,9 +33,10 @@ SCRIPTS = (
     "bench_run_command.py",
     "bench_mcp.py",
     "bench_eval.py",
+    "bench_undo.py",
 )
 """In the order of the issue: start-up, per-call overhead, the peer, log/replay, memory,
-rendering, then the tool and MCP costs; eval throughput last."""
+rendering, then the tool and MCP costs; eval throughput, then undo's snapshots."""
 
 
 def takes_quick(script: Path) -> bool:
