@@ -21,6 +21,7 @@ from tests.ui.test_repl_pty import (  # noqa: E402 (after the importorskip)
     REPO,
     SLOW_PLUGIN,
     Chat,
+    interrupt_a_streaming_reply,
     of_type,
     pty_env,
     session_events,
@@ -82,26 +83,7 @@ def test_esc_interrupts_a_running_tool_and_the_spinner_goes(tmp_path: Path, work
 
 
 def test_esc_interrupts_a_streaming_answer(workspace: Path) -> None:
-    from tests.fakes.anthropic_server import FakeAnthropic, Reply, text_reply
-
-    slow = Reply(content=[{"type": "text", "text": "word " * 3000}], event_delay_s=0.05)
-    with FakeAnthropic([slow, text_reply("SECOND-ANSWER")]) as fake:
-        child = spawn_on_fake(fake.base_url, workspace, TIMEOUT)
-        try:
-            chat = Chat(child)
-            chat.prompt()
-            chat.say("go")
-            chat.expect(b"word word word")
-            child.send(b"\x1b")
-            chat.expect(b"Interrupted")
-            chat.prompt()
-            chat.say("again")
-            chat.expect(b"SECOND-ANSWER")
-            chat.prompt()
-            assert chat.quit() == 0
-        finally:
-            if child.isalive():
-                child.terminate(force=True)
+    interrupt_a_streaming_reply(workspace, lambda child: child.send(b"\x1b"), TIMEOUT)
     events = session_events()
     assert [e["during"] for e in of_type(events, "interrupt")] == ["model"]
 

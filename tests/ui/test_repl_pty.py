@@ -11,7 +11,7 @@ import json
 import os
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -347,20 +347,22 @@ def spawn_on_fake(base_url: str, workspace: Path, timeout: float = TIMEOUT) -> p
                          env=env, cwd=str(REPO), dimensions=(40, 120), timeout=timeout)
 
 
-def test_ctrl_c_during_a_streaming_reply_returns_to_the_prompt(workspace: Path) -> None:
-    """The real anthropic provider against the loopback fake, streaming slowly: Ctrl-C cancels
-    the reply, and the next request is still a valid conversation (the fake validates it)."""
+def interrupt_a_streaming_reply(workspace: Path, interrupt: Callable[[pexpect.spawn], None],
+                                timeout: float = TIMEOUT) -> list[Any]:
+    """The real anthropic provider against the loopback fake, streaming a long answer slowly:
+    `interrupt` is pressed mid-stream, the REPL must come back to its prompt, and the next turn
+    must be answered. Returns the requests the fake received (it validates each one)."""
     from tests.fakes.anthropic_server import FakeAnthropic, Reply, text_reply
 
     slow = Reply(content=[{"type": "text", "text": "word " * 3000}], event_delay_s=0.05)
     with FakeAnthropic([slow, text_reply("SECOND-ANSWER")]) as fake:
-        child = spawn_on_fake(fake.base_url, workspace)
+        child = spawn_on_fake(fake.base_url, workspace, timeout)
         try:
             chat = Chat(child)
             chat.prompt()
             chat.say("go")
             chat.expect(b"word word word")
-            child.sendintr()
+            interrupt(child)
             chat.expect(b"Interrupted")
             chat.prompt()
             chat.say("again")
@@ -370,8 +372,14 @@ def test_ctrl_c_during_a_streaming_reply_returns_to_the_prompt(workspace: Path) 
         finally:
             if child.isalive():
                 child.terminate(force=True)
-        assert len(fake.requests) == 2
-        second = fake.requests[1].body["messages"]
+        return list(fake.requests)
+
+
+def test_ctrl_c_during_a_streaming_reply_returns_to_the_prompt(workspace: Path) -> None:
+    """Ctrl-C cancels the reply, and the next request is still a valid conversation."""
+    requests = interrupt_a_streaming_reply(workspace, lambda child: child.sendintr())
+    assert len(requests) == 2
+    second = requests[1].body["messages"]
     assert [m["role"] for m in second] == ["user"]  # the cut reply is not in the history
     events = session_events()
     assert [e["during"] for e in of_type(events, "interrupt")] == ["model"]
