@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from click.testing import CliRunner
+
 from agent_cli.approval import ScriptedApprover
 from agent_cli.config import Settings
 from agent_cli.providers.base import Provider
@@ -109,3 +111,12 @@ def log_records(session: Session) -> list[dict[str, Any]]:
     session.close()
     lines = session.log_path.read_text(encoding="utf-8").splitlines()
     return [json.loads(line) for line in lines if line.strip()]
+
+
+def split_runner() -> CliRunner:
+    """A CliRunner whose result.stdout is stdout alone, on every supported click: click before
+    8.2 mixes stderr into stdout unless told not to, and 8.2 dropped the flag (stderr is apart)."""
+    try:
+        return CliRunner(mix_stderr=False)  # type: ignore[call-arg]
+    except TypeError:
+        return CliRunner()

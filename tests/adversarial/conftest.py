@@ -329,14 +329,10 @@ def cli(args: list[str], *, cwd: Path | None = None) -> tuple[int, str]:
 def cli_streams(args: list[str]) -> tuple[int, str, str]:
     """Run `agent-cli ARGS` like cli(); (exit code, stdout, stderr) kept apart, so an export on
     stdout is judged without the styled warnings the terminal gets on stderr."""
-    from click.testing import CliRunner
-
     from agent_cli.cli.app import app
+    from tests.scripts import split_runner
 
-    try:  # click < 8.2 mixes stderr into stdout unless told not to; 8.2 dropped the argument
-        runner = CliRunner(mix_stderr=False)  # type: ignore[call-arg]
-    except TypeError:
-        runner = CliRunner()
+    runner = split_runner()
     env = {"FORCE_COLOR": "1", "COLUMNS": "100", "TERM": "xterm-256color", "NO_COLOR": None}
     from typer.main import get_command
 

@@ -36,14 +36,11 @@ from agent_cli.ui.render import Renderer
 from agent_cli.ui.views.replay import TextView
 from tests.conftest import REPO
 from tests.logtools import sign_as_mine
-from tests.scripts import PLUGIN, text, tool_use
+from tests.scripts import PLUGIN, split_runner, text, tool_use
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 runner = CliRunner()
-try:  # stdout and stderr apart on every click: before 8.2 only when asked; 8.2 dropped the flag
-    split_runner = CliRunner(mix_stderr=False)  # type: ignore[call-arg]
-except TypeError:
-    split_runner = CliRunner()
+stdout_runner = split_runner()  # result.stdout without the warnings on stderr
 
 WORKSPACE_FILES = {
     "notes.txt": "alpha\nbeta \x1b[31mred\x1b[0m\ngamma\n",
@@ -201,7 +198,7 @@ def test_bad_lines_are_reported_and_skipped(tmp_path: Path) -> None:
     shutil.copy(DATA / "session_edit.jsonl", log)
     with open(log, "ab") as f:
         f.write(b'{"v":1,"seq":')
-    result = split_runner.invoke(app, ["replay", str(log)])
+    result = stdout_runner.invoke(app, ["replay", str(log)])
     assert result.exit_code == 0
     assert "torn" in result.stderr and "Summary written." in result.stdout
 

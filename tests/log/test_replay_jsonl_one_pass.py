@@ -11,16 +11,16 @@ import sys
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from agent_cli.cli.app import app
 from agent_cli.log import show as rp
 from tests.fakes.anthropic_server import FakeAnthropic, text_reply, tool_reply
 from tests.logtools import my_key, records_of, sign_as_mine, write_chain
+from tests.scripts import split_runner
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "tests" / "data"
-runner = CliRunner()
+runner = split_runner()  # the tests read stdout alone: warnings go to stderr
 
 
 def agent_cli(*args: str, fake: FakeAnthropic | None = None) -> subprocess.CompletedProcess[str]:
