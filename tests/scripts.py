@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from click.testing import CliRunner
+from typer.testing import CliRunner
 
 from agent_cli.approval import ScriptedApprover
 from agent_cli.config import Settings
