@@ -51,9 +51,8 @@ def register(app: typer.Typer) -> None:
             "--reuse-approvals", help="With --rerun: approve a call without asking only when "
             "you approved the byte-identical call in the recording.")] = False,
         rerun_log: Annotated[Optional[Path], typer.Option(  # noqa: UP045
-            "--rerun-log", "--log", metavar="FILE", help="With --rerun: where the rerun's own "
-            "session log goes (default: a new log in the sessions folder). --log is the same "
-            "option, under the name every other subcommand gives it.")] = None,
+            "--rerun-log", metavar="FILE", help="With --rerun: where the rerun's own session "
+            "log goes (default: a new log in the sessions folder).")] = None,
     ) -> None:
         """Show a saved session again: user turns, model text, each approval panel with the
         decision taken, and the results. Never runs a tool or calls a model (unless --rerun)."""

@@ -294,22 +294,3 @@ def test_a_rerun_shows_as_such_in_log_list(tmp_path: Path, workspace: Path) -> N
 
     assert summarize(own).kind == "rerun"
     assert summarize(recording).kind == "new"
-
-
-def test_replay_rerun_takes_the_common_log_option(tmp_path: Path) -> None:
-    """design.md section 6 lists --log FILE among the options every subcommand takes: on a
-    rerun it names the rerun's own log, as --rerun-log does, and it may not be the recording."""
-    recording = REPO / "tests" / "data" / "session_edit.jsonl"
-    ws = tmp_path / "rerun-ws"
-    ws.mkdir()
-    own = tmp_path / "own.jsonl"
-    result = runner.invoke(app, ["replay", str(recording), "--rerun", "--workspace", str(ws),
-                                 "--log", str(own)], env={"COLUMNS": "200"})
-    assert result.exit_code in (0, 1), result.output
-    from agent_cli.log.show import summarize
-
-    assert summarize(own).kind == "rerun"
-    before = recording.read_bytes()
-    same = runner.invoke(app, ["replay", str(recording), "--rerun", "--workspace", str(ws),
-                               "--log", str(recording)])
-    assert same.exit_code == 2 and recording.read_bytes() == before
