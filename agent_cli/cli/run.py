@@ -72,11 +72,18 @@ class Outcome:
 
     def __init__(self) -> None:
         self.denied: list[str] = []
+        self.unasked: list[str] = []
+        """Of those, the ones a person said no to or nobody could be asked about (the rest
+        were refused by a deny rule or a path check, whatever anyone would have answered)."""
         self.usage: dict[str, int] = {}
 
     def __call__(self, event: ev.AnyEvent) -> None:
         if isinstance(event, ev.Approval) and event.decision == "denied":
+            from agent_cli.approval import NO_ONE_TO_ASK
+
             self.denied.append(event.id)
+            if event.by == "user" or event.reason == NO_ONE_TO_ASK:
+                self.unasked.append(event.id)
         elif isinstance(event, ev.TurnEnd):
             self.usage = dict(event.usage)
 
@@ -159,15 +166,20 @@ def run_headless(common: Common, prompt: str, output: str, plain: bool,
             session.close("interrupted" if code == EXIT_INTERRUPTED else "exit")
     if signals.exit_code is not None:
         code = signals.exit_code
-    if outcome.denied:
+    if outcome.unasked:
         why = ("the prompt came from stdin, so nobody could be asked" if from_stdin
                and not term.interactive else "no terminal to ask" if not term.interactive
                else "you said no")
-        err.print(safe(f"{len(outcome.denied)} write call(s) were denied ({why}); the task may "
+        err.print(safe(f"{len(outcome.unasked)} write call(s) were denied ({why}); the task may "
                        "be incomplete. Run it in a terminal to approve them, or use `agent-cli "
                        "chat`.", "yellow"))
-        if code == EXIT_OK:
-            code = EXIT_DENIED
+    if refused := len(outcome.denied) - len(outcome.unasked):
+        err.print(safe(f"{refused} call(s) were refused by agent-cli's own rules (a deny rule, "
+                       "or a path outside the workspace or inside agent-cli's state), whatever "
+                       "the answer would have been; the model was told why. `agent-cli replay "
+                       f"{session.log_path}` shows each reason.", "yellow"))
+    if outcome.denied and code == EXIT_OK:
+        code = EXIT_DENIED
     if output == "json":
         _print_line(json.dumps({"answer": answer, "stop_reason": reason, "exit_code": code,
                                 "log": str(session.log_path), "usage": outcome.usage,

@@ -138,6 +138,24 @@ def test_run_with_denied_writes_says_so_and_exits_7(tmp_path: Path, workspace: P
     proc = cli(["run", "write a", "--script", str(s), "--workspace", str(workspace)])
     assert proc.returncode == 7
     assert proc.stdout == "Tried.\n"
+
+
+def test_run_tells_a_refusal_by_the_rules_from_a_call_nobody_could_approve(
+        tmp_path: Path, workspace: Path) -> None:
+    """A write out of the workspace is refused by the path guard whatever anyone answers: the
+    summary says so (and where to read why), and does not send the user to a terminal to approve
+    it; a write nobody could be asked about is still counted as such. Exit 7 as for any denial."""
+    s = script(tmp_path, [
+        tool_use("toolu_out", "write_file", {"path": "../escape.txt", "content": "x"}),
+        tool_use("toolu_in", "write_file", {"path": "a.txt", "content": "x"}), text("Tried.")])
+    proc = cli(["run", "write", "--script", str(s), "--workspace", str(workspace), "-o", "json"])
+    assert proc.returncode == 7, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["denied"] == ["toolu_out", "toolu_in"]
+    err = " ".join(proc.stderr.split())
+    assert "1 write call(s) were denied (no terminal to ask)" in err
+    assert "1 call(s) were refused by agent-cli's own rules" in err and result["log"] in err
+    assert not (tmp_path / "escape.txt").exists() and not (workspace / "a.txt").exists()
     assert "write_file" in proc.stderr and "denied" in proc.stderr
 
 
