@@ -34,11 +34,17 @@ class Terminated(KeyboardInterrupt):
 
 
 class TerminationSignals:
-    """While active (a `with` block), SIGTERM and SIGHUP end the session like Ctrl-C."""
+    """While active (a `with` block), SIGTERM and SIGHUP end the session like Ctrl-C.
 
-    def __init__(self) -> None:
+    With `take_interrupt` (the REPL on a terminal), SIGINT is taken back too when the process was
+    started with it ignored (by `nohup`, a `&` in a script, some IDE and container launchers):
+    a person at the REPL's terminal presses Ctrl-C or Esc (which sends SIGINT to this process)
+    to stop a reply or a command, and an inherited "ignore" would make both do nothing."""
+
+    def __init__(self, *, take_interrupt: bool = False) -> None:
         self.received: int | None = None
         self._old: dict[int, Any] = {}
+        self._take_interrupt = take_interrupt
 
     @property
     def exit_code(self) -> int | None:
@@ -64,6 +70,10 @@ class TerminationSignals:
         for sig in HANDLED:
             with contextlib.suppress(ValueError, OSError):  # not the main thread: nothing to do
                 self._old[sig] = signal.signal(sig, self._handle)
+        if self._take_interrupt and signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+            with contextlib.suppress(ValueError, OSError):
+                self._old[signal.SIGINT] = signal.signal(signal.SIGINT,
+                                                         signal.default_int_handler)
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,

@@ -11,6 +11,16 @@ import pytest
 LOOPBACK = ("http://127.0.0.1", "http://localhost", "http://[::1]")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Ctrl-C tests need SIGINT as Python sets it up. A suite launched with SIGINT ignored (from
+    `nohup` or a background `&` in a script) would hand that on to every process it starts, and
+    the interrupt tests would test the launcher; take it back once, for the run."""
+    import signal
+
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 @pytest.fixture(autouse=True)
 def _isolated_env(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch

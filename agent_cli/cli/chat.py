@@ -70,7 +70,7 @@ def chat(
     approver = term.approver(console, keys)
     from agent_cli.signals import EndingApprover, Terminated, TerminationSignals
 
-    signals = TerminationSignals()
+    signals = TerminationSignals(take_interrupt=term.interactive)
     markdown = not plain and common.settings().render != "plain"
     view = TerminalView(Renderer(console), console, markdown=markdown, spinner=markdown)
     session = open_session(common, approver=EndingApprover(approver, signals), sinks=[view],

@@ -334,9 +334,7 @@ def cli_streams(args: list[str]) -> tuple[int, str, str]:
 
     runner = split_runner()
     env = {"FORCE_COLOR": "1", "COLUMNS": "100", "TERM": "xterm-256color", "NO_COLOR": None}
-    from typer.main import get_command
-
-    result = runner.invoke(get_command(app), args, env=env, catch_exceptions=False)
+    result = runner.invoke(app, args, env=env, catch_exceptions=False)
     return result.exit_code, result.stdout, result.stderr
 
 

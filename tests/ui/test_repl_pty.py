@@ -338,6 +338,31 @@ def test_ctrl_c_during_a_slow_tool_returns_to_the_prompt(spawn: Any, workspace: 
     assert [e["reason"] for e in of_type(events, "turn_end")] == ["interrupted", "end_turn"]
 
 
+def test_ctrl_c_works_when_the_repl_was_started_with_sigint_ignored(
+        spawn: Any, workspace: Path, tmp_path: Path) -> None:
+    """Started with SIGINT ignored (`trap '' INT`, as nohup, a script's `&` or some launchers
+    leave it), the REPL still takes Ctrl-C: the slow tool is interrupted, the prompt returns."""
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    (plugins / "slow.py").write_text(SLOW_PLUGIN)
+    chat = spawn([tool_use("toolu_s1", "slow_read", {"path": "x"}, "Reading slowly."),
+                  text("SECOND-ANSWER")], workspace, "--tools-dir", str(plugins),
+                 shell="trap '' INT; \"$@\"; echo STATUS=$?")
+    chat.prompt()
+    chat.say("read it")
+    chat.expect(b"slow_read")
+    chat.child.sendintr()
+    chat.expect(b"Interrupted")
+    chat.prompt()
+    chat.say("and now?")
+    chat.expect(b"SECOND-ANSWER")
+    chat.prompt()
+    chat.child.send(b"\x04")
+    chat.expect(b"STATUS=0")
+    [result] = of_type(session_events(), "tool_result")
+    assert result["is_error"] is True and "interrupted" in result["content"]
+
+
 def spawn_on_fake(base_url: str, workspace: Path, timeout: float = TIMEOUT) -> pexpect.spawn:
     """`agent-cli chat` on the real anthropic provider, pointed at a loopback fake server."""
     env = pty_env()
