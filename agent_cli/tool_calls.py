@@ -21,7 +21,7 @@ from agent_cli.approval import Gate
 from agent_cli.calls import Call, Decision, Denied, approval_event
 from agent_cli.config import default_of
 from agent_cli.conversation import ToolResultBlock, ToolUseBlock, tool_result, use_id
-from agent_cli.errors import PathRefused, ToolFailed, UserInterrupted
+from agent_cli.errors import ToolFailed, UserInterrupted
 from agent_cli.tools.base import Tool, ToolContext, ToolOutput, canonical_json
 from agent_cli.tools.paths import protected_roots
 from agent_cli.tools.registry import CallRejected, Registry
@@ -206,20 +206,12 @@ class CallRunner:
             self.emit(ev.ToolInvalid(id=call_id, name=str(name), reason=e.reason))
             return self._result(call_id, str(name), e.reason, True, 0.0)
         ctx = self._context(call)
-        decision: Decision | None = None
         if call.effect != "read":  # (a read call shows no panel: nothing to add to it)
             extra = dict(call.panel_extra)
             if self.effects is not None:
                 extra.update(self.effects.notes(call))
-            try:
-                preview = self._preview(call, ctx)
-            except PathRefused as e:
-                # The path check the run would make refuses already: no one is asked for a
-                # yes that could not take effect (the run checks again regardless).
-                preview, decision = None, Denied(call.id, str(e), by="policy")
-            call = replace(call, preview=preview, panel_extra=extra)
-        if decision is None:
-            decision = self._decide(call)
+            call = replace(call, preview=self._preview(call, ctx), panel_extra=extra)
+        decision = self._decide(call)
         self.emit(approval_event(call, decision))
         if isinstance(decision, Denied):
             return self._result(call_id, call.name, _denial_text(decision), True, 0.0)
@@ -266,8 +258,6 @@ class CallRunner:
                 ctx.snapshot = tool.snapshot(args, ctx)
             if tool.preview is not None:
                 return tool.preview(args, ctx)
-        except PathRefused:
-            raise  # the call cannot run: answered without a panel
         except Exception as e:  # a broken preview must not hide the call
             return f"(no preview: {type(e).__name__}: {e})"
         return None

@@ -174,9 +174,8 @@ def run_headless(common: Common, prompt: str, output: str, plain: bool,
                        "be incomplete. Run it in a terminal to approve them, or use `agent-cli "
                        "chat`.", "yellow"))
     if refused := len(outcome.denied) - len(outcome.unasked):
-        err.print(safe(f"{refused} call(s) were refused by agent-cli's own rules (a deny rule, "
-                       "or a path outside the workspace or inside agent-cli's state), whatever "
-                       "the answer would have been; the model was told why. `agent-cli replay "
+        err.print(safe(f"{refused} call(s) were refused by a deny rule, whatever the answer "
+                       "would have been; the model was told why. `agent-cli replay "
                        f"{session.log_path}` shows each reason.", "yellow"))
     if outcome.denied and code == EXIT_OK:
         code = EXIT_DENIED

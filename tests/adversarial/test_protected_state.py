@@ -117,40 +117,6 @@ def test_the_config_cannot_be_rewritten_even_with_a_yes(fake_home: Path) -> None
     assert not (state / "tools").exists()
 
 
-def test_a_write_the_path_guard_refuses_is_never_put_to_the_person(fake_home: Path) -> None:
-    """A yes must be able to take effect: a write into agent-cli's state or out of the workspace
-    is answered with the guard's reason before any panel, and logged as denied by policy. A
-    write the guard allows, in the same reply, is still asked."""
-    settings = load_settings(None, {"provider": "scripted"})
-    registry, _ = load_registry(settings)
-    calls = [("write_file", {"path": ".local/share/agent-cli/config.toml", "content": "x"}),
-             ("edit_file", {"path": "../outside.txt", "old_string": "a", "new_string": "b"}),
-             ("write_file", {"path": "project/ok.txt", "content": "fine\n"})]
-    uses = [{"type": "tool_use", "id": f"toolu_{i}", "name": name, "input": args}
-            for i, (name, args) in enumerate(calls)]
-    replies = [{"content": uses, "stop_reason": "tool_use"},
-               {"content": [{"type": "text", "text": "done"}], "stop_reason": "end_turn"}]
-    approver = ScriptedApprover(["y"])
-    session = Session(settings, workspace=fake_home, provider=ScriptedProvider(replies),
-                      registry=registry, approver=approver)
-    session.start()
-    session.send("go")
-    session.close()
-    assert [c.id for c in approver.seen] == ["toolu_2"]
-    events = [e for _, e in read_events(session.log_path)]
-    approvals = {e.id: e for e in events if isinstance(e, ev.Approval)}
-    assert approvals["toolu_0"].decision == "denied" and approvals["toolu_0"].by == "policy"
-    assert REFUSAL in (approvals["toolu_0"].reason or "")
-    assert "outside the workspace" in (approvals["toolu_1"].reason or "")
-    assert approvals["toolu_2"].decision == "approved" and approvals["toolu_2"].by == "user"
-    results = {e.id: e for e in events if isinstance(e, ev.ToolResultEvent)}
-    assert results["toolu_0"].is_error and REFUSAL in results["toolu_0"].content
-    assert results["toolu_1"].is_error and "outside the workspace" in results["toolu_1"].content
-    assert not results["toolu_2"].is_error
-    assert (fake_home / "project" / "ok.txt").read_text() == "fine\n"
-    assert (_state(fake_home) / "config.toml").read_text() == CONFIG
-
-
 def test_a_config_file_named_with_config_is_out_of_reach(fake_home: Path) -> None:
     cfg = fake_home / "project" / "agent.toml"
     cfg.write_text('max_turns = 7\n')

@@ -140,23 +140,25 @@ def test_run_with_denied_writes_says_so_and_exits_7(tmp_path: Path, workspace: P
     assert proc.stdout == "Tried.\n"
 
 
-def test_run_tells_a_refusal_by_the_rules_from_a_call_nobody_could_approve(
+def test_run_tells_a_refusal_by_a_deny_rule_from_a_call_nobody_could_approve(
         tmp_path: Path, workspace: Path) -> None:
-    """A write out of the workspace is refused by the path guard whatever anyone answers: the
-    summary says so (and where to read why), and does not send the user to a terminal to approve
-    it; a write nobody could be asked about is still counted as such. Exit 7 as for any denial."""
+    """A write a deny rule matches is refused whatever anyone answers: the summary says so (and
+    where to read why) and does not send the user to a terminal to approve it; a write nobody
+    could be asked about is still counted as such. Exit 7, as for any denial."""
+    config = tmp_path / "config.toml"
+    config.write_text('[[deny]]\ntool = "write_file"\nargs = { path = "secret*" }\n')
     s = script(tmp_path, [
-        tool_use("toolu_out", "write_file", {"path": "../escape.txt", "content": "x"}),
+        tool_use("toolu_rule", "write_file", {"path": "secret.txt", "content": "x"}),
         tool_use("toolu_in", "write_file", {"path": "a.txt", "content": "x"}), text("Tried.")])
-    proc = cli(["run", "write", "--script", str(s), "--workspace", str(workspace), "-o", "json"])
+    proc = cli(["run", "write", "--script", str(s), "--workspace", str(workspace), "--config",
+                str(config), "-o", "json"])
     assert proc.returncode == 7, proc.stderr
     result = json.loads(proc.stdout)
-    assert result["denied"] == ["toolu_out", "toolu_in"]
+    assert result["denied"] == ["toolu_rule", "toolu_in"]
     err = " ".join(proc.stderr.split())
     assert "1 write call(s) were denied (no terminal to ask)" in err
-    assert "1 call(s) were refused by agent-cli's own rules" in err and result["log"] in err
-    assert not (tmp_path / "escape.txt").exists() and not (workspace / "a.txt").exists()
-    assert "write_file" in proc.stderr and "denied" in proc.stderr
+    assert "1 call(s) were refused by a deny rule" in err and result["log"] in err
+    assert not (workspace / "secret.txt").exists() and not (workspace / "a.txt").exists()
 
 
 def test_piped_answer_is_not_hard_wrapped_and_is_sanitised(tmp_path: Path,
