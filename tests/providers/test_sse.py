@@ -7,6 +7,7 @@ event, a line end (CRLF too) or a UTF-8 character split across two reads is read
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 
 import anthropic
@@ -46,7 +47,7 @@ def _sdk(chunks: list[bytes]) -> list[tuple[str, str]]:
 
 def _cuts(data: bytes, points: list[int]) -> list[bytes]:
     bounds = [0, *sorted(set(points)), len(data)]
-    return [data[a:b] for a, b in zip(bounds, bounds[1:], strict=False) if b > a]
+    return [data[a:b] for a, b in itertools.pairwise(bounds) if b > a]
 
 
 @pytest.mark.parametrize("data", [API_SHAPED, ODD], ids=["api-shaped", "odd"])

@@ -30,7 +30,8 @@ TOOLS = [{"name": name, "description": f"The {name} tool.",
          for name in ("multiply", "read_file", "write_file", "list_dir")]
 HISTORY = [{"role": "user", "content": [{"type": "text", "text": "go"}]}]
 
-UNICODE = "naïve café, 日本語のテキスト, emoji 🧪🚀 and a combining é, RTL שלום, NUL-free \u2028 end"
+UNICODE = ("naïve café, 日本語のテキスト, emoji 🧪🚀 and a combining é, RTL שלום, "
+           "a line separator \u2028 end")
 
 
 def _text(text: str) -> dict[str, Any]:
