@@ -2,7 +2,11 @@
 
 The SDK is imported on first use (it costs about a second). One client is built per provider and
 reused, so connections are kept alive across requests. Retries are ours, not the SDK's: we cap
-`retry-after`, back off, and tell the user we are waiting.
+`retry-after`, back off, and tell the user we are waiting. The request goes through the SDK's
+public `client.post` (auth, base URL, headers, timeouts, status errors stay the SDK's) with the
+body encoded here once, and the streamed events are read here into plain dicts
+(providers/sse.py), which is most of what a tool call costs the host otherwise (goal 5 of
+issue 21, docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -206,11 +210,8 @@ class AnthropicProvider:
         return client.post("/v1/messages", cast_to=httpx2.Response, content=content,
                            options={"headers": STREAM_HEADERS}, stream=True)
 
-    def complete(
-        self, request: ModelRequest, on_text: TextSink, on_status: StatusSink
-    ) -> ModelResponse:
-        import anthropic
-
+    def body(self, request: ModelRequest) -> dict[str, Any]:
+        """The Messages API request for `request` (without `stream`), cache marks included."""
         kwargs: dict[str, Any] = {
             "model": request.model or self.model,
             "max_tokens": request.max_tokens,
@@ -223,6 +224,14 @@ class AnthropicProvider:
             kwargs["system"] = request.system
         if self.prompt_cache:
             kwargs = with_cache_breakpoints(kwargs)
+        return kwargs
+
+    def complete(
+        self, request: ModelRequest, on_text: TextSink, on_status: StatusSink
+    ) -> ModelResponse:
+        import anthropic
+
+        kwargs = self.body(request)
         client = self.client()
         attempt = 0
         while True:
