@@ -12,9 +12,10 @@ runs in its own process and times its own handler so that time can be subtracted
 4. from the server's side (issue 21, goal 5): the fake stamps each request's arrival and the end
    of its answer; overhead per call = next arrival - this answer's end, i.e. the time from one
    request's arrival to the next minus the server's own time per request. Start-up is not in it
-   at all. Measured at N=100 and N=300 for the headless CLI, the in-process Session, the bare SDK
-   and a floor: a raw `http.client` loop sending the same growing body (one json.dumps, one
-   read of the whole answer, no SSE parsing), interleaved run by run. `--profile` adds a
+   at all. Measured at N=100 and N=300 for the headless CLI, the in-process Session, the
+   provider alone (`complete()` with no loop, log or tool), the bare SDK and a floor: a raw
+   `http.client` loop sending the same growing body (one json.dumps, one read of the whole
+   answer, no SSE parsing), interleaved run by run. `--profile` adds a
    cProfile of one in-process 300-call turn (functions ranked by own time, per call);
 5. goal 5, second part: `agent-cli run` answered with no tool call against `python -c "import
    anthropic"` and `python -c pass`, interleaved (`--run-vs-import`; also after part 4);
@@ -327,6 +328,26 @@ def sdk_turn(client: Any, tools: list[dict[str, Any]], system: str, n: int) -> i
             {"type": "tool_result", "tool_use_id": u.id, "content": "6"} for u in uses]})
 
 
+def provider_turn(provider: Any, tools: list[dict[str, Any]], system: str, n: int) -> int:
+    """One turn of n calls through the provider alone (`complete()`: cache marks, the body's
+    encoding, the request, the events), with no loop, log or tool around it."""
+    from agent_cli.providers.base import ModelRequest
+
+    history: list[dict[str, Any]] = [{"role": "user", "content": f"calls={n}"}]
+    requests = 0
+    while True:
+        requests += 1
+        reply = provider.complete(ModelRequest(messages=history, tools=tools, system=system,
+                                               max_tokens=8192, model=MODEL),
+                                  lambda _t: None, lambda _m: None)
+        history.append({"role": "assistant", "content": reply.content})
+        uses = reply.tool_uses()
+        if not uses:
+            return requests
+        history.append({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": u["id"], "content": "6"} for u in uses]})
+
+
 def raw_turn(port: int, tools: list[dict[str, Any]], system: str, n: int) -> int:
     """The floor: the same growing request body over one kept-alive `http.client` connection,
     encoded with one json.dumps, the answer read whole and not parsed (the fake's ids are known
@@ -399,12 +420,21 @@ def server_side(fake: FakeProcess, repeat: int, tmp: Path,
     warm.close()
     sdk_turn(client, tools, DEFAULT_SYSTEM, 2)
     raw_turn(fake.port, tools, DEFAULT_SYSTEM, 2)
+    from agent_cli.providers.anthropic import AnthropicProvider
+
     modes: tuple[str, ...] = ("floor: raw http.client", "bare SDK messages.stream",
-                              "in-process Session", "headless agent-cli run")
+                              "provider alone", "in-process Session", "headless agent-cli run")
     old_cls = load_before(before) if before is not None else None
     old_env = {**env, "PYTHONPATH": str(before.resolve())} if before is not None else env
+    providers = {"provider alone": AnthropicProvider(MODEL, api_key=API_KEY,
+                                                     base_url=fake.base_url, max_retries=0)}
     if before is not None:
-        modes = (*modes[:2], "in-process, before", modes[2], "headless, before", modes[3])
+        modes = (*modes[:2], "provider alone, before", modes[2], "in-process, before",
+                 modes[3], "headless, before", modes[4])
+        providers["provider alone, before"] = old_cls(MODEL, api_key=API_KEY,
+                                                      base_url=fake.base_url, max_retries=0)
+    for provider in providers.values():
+        provider_turn(provider, tools, DEFAULT_SYSTEM, 2)
         warm = make_session(fake, tmp, "ss-warm-old", [], old_cls)
         warm.start()
         warm.send("calls=2")
@@ -423,6 +453,8 @@ def server_side(fake: FakeProcess, repeat: int, tmp: Path,
                     raw_turn(fake.port, tools, DEFAULT_SYSTEM, n)
                 elif mode.startswith("bare SDK"):
                     sdk_turn(client, tools, DEFAULT_SYSTEM, n)
+                elif mode.startswith("provider alone"):
+                    provider_turn(providers[mode], tools, DEFAULT_SYSTEM, n)
                 elif mode.startswith("in-process"):
                     cls = old_cls if mode.endswith("before") else None
                     session = make_session(fake, tmp, f"ss{runs}", [], cls)

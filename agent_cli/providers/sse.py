@@ -258,7 +258,14 @@ def read_reply(chunks: Iterable[bytes], on_text: TextSink) -> ReplyBuilder:
     builder = ReplyBuilder()
     add = builder.add
     loads = json.loads
-    for name, data in iter_sse(chunks):
+    events = iter_sse(chunks)
+    while True:
+        try:
+            name, data = next(events)
+        except StopIteration:
+            return builder
+        except UnicodeDecodeError as e:
+            raise MalformedStream(f"an event that is not UTF-8 ({e.reason})") from None
         if name == "ping":
             continue
         if name == "error":
@@ -273,4 +280,3 @@ def read_reply(chunks: Iterable[bytes], on_text: TextSink) -> ReplyBuilder:
             raise MalformedStream(f"{type(e).__name__}: {e}") from None
         if text is not None:
             on_text(text)
-    return builder

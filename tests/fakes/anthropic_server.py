@@ -578,6 +578,7 @@ class Reply(Fault):
     override those of the ``message_delta`` event only.
     ``split_seed`` fixes where the deltas are cut: two replies with the same value and content
     stream the same events (otherwise each reply's cuts follow its number).
+    ``raw_sse`` streams exactly these bytes as the event stream instead (a malformed stream).
     """
 
     content: list[JSON] = field(default_factory=list)
@@ -587,6 +588,7 @@ class Reply(Fault):
     delta_usage: dict[str, Any] | None = None
     model: str | None = None
     split_seed: int | None = None
+    raw_sse: bytes | None = None
 
 
 def text_reply(text: str) -> JSON:
@@ -735,8 +737,9 @@ class FakeAnthropic(FakeServerBase[Reply]):
                 },
             )
             rng = self.rng(n if reply.split_seed is None else -1 - reply.split_seed)
-            h.send_sse(_stream_events(message, raws, rng, reply.delta_usage), reply, headers,
-                       tail)
+            events = ([reply.raw_sse] if reply.raw_sse is not None
+                      else _stream_events(message, raws, rng, reply.delta_usage))
+            h.send_sse(events, reply, headers, tail)
         else:
             h.send_json(200, message, headers, truncate=reply.reset_after is not None)
 

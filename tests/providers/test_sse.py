@@ -87,3 +87,39 @@ def _gen(chunks: list[bytes]) -> Iterator[bytes]:
 def test_a_trailing_cr_at_the_end_of_the_stream_is_a_line_end() -> None:
     data = b"event: last\ndata: x\n\r"
     assert list(iter_sse(_gen([data]))) == _sdk([data]) == [("last", "x")]
+
+
+START = (b'event: message_start\ndata: {"type":"message_start","message":{"id":"m","model":"c",'
+         b'"content":[],"stop_reason":null,"usage":{"input_tokens":1,"output_tokens":1}}}\n\n')
+TEXT_START = (b'event: content_block_start\ndata: {"type":"content_block_start","index":0,'
+              b'"content_block":{"type":"text","text":""}}\n\n')
+STOP = b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
+
+
+@pytest.mark.parametrize("stream", [
+    START + TEXT_START + b'event: content_block_delta\ndata: {"type":"content_block_delta",'
+    b'"index":0,"delta":{"type":"text_delta","text":"\xff\xfe"}}\n\n' + STOP,
+    START + b"event: content_block_start\ndata: {not json\n\n" + STOP,
+    START + b'event: content_block_delta\ndata: {"type":"content_block_delta","index":3,'
+    b'"delta":{"type":"text_delta","text":"x"}}\n\n' + STOP,
+    START + b'event: content_block_start\ndata: {"type":"content_block_start","index":0,'
+    b'"content_block":{"type":"tool_use","id":"t","name":"n","input":{}}}\n\n'
+    b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,'
+    b'"delta":{"type":"input_json_delta","partial_json":"{\\"a\\" 1}"}}\n\n'
+    b'event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n' + STOP,
+], ids=["not-utf8", "not-json", "delta-for-no-block", "tool-input-not-json"])
+def test_a_stream_that_is_not_a_reply_is_a_sentence_and_not_retried(stream: bytes) -> None:
+    from agent_cli.errors import ProviderError
+    from agent_cli.providers.anthropic import AnthropicProvider
+    from agent_cli.providers.base import ModelRequest
+    from tests.fakes.anthropic_server import FakeAnthropic
+
+    with FakeAnthropic() as fake:
+        fake.add({"raw_sse": stream})
+        provider = AnthropicProvider("claude-test", api_key="test-key", base_url=fake.base_url)
+        with pytest.raises(ProviderError) as err:
+            provider.complete(ModelRequest(messages=[{"role": "user", "content": "hi"}],
+                                           tools=[]), lambda _t: None, lambda _m: None)
+        assert err.value.kind == "stream_error"
+        assert "could not be read" in str(err.value) and "Send your message again" in str(err.value)
+        assert len(fake.requests) == 1
