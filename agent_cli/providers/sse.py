@@ -139,8 +139,10 @@ def parse_tool_input(raw: str) -> Any:
         return json.loads(raw)
     except ValueError:
         pass
-    from jiter import from_json  # the SDK's own parser, installed with it
-
+    try:
+        from jiter import from_json  # the SDK's own parser for this, installed with it
+    except ImportError:  # an SDK that no longer brings it: the prefix reads as nothing
+        return {}
     try:
         return from_json(raw.encode("utf-8"), partial_mode=True)
     except ValueError as e:
