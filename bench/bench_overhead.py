@@ -22,7 +22,9 @@ runs in its own process and times its own handler so that time can be subtracted
 6. goal 6: the provider's request path (body encoded once, `client.post(content=)`, the events
    read into dicts by providers/sse.py) against `client.post(body=)` (the SDK encodes the body)
    and the SDK's public `client.messages.stream`, interleaved, from the server's side
-   (`--sdk-ab`).
+   (`--sdk-ab`);
+7. `--layers`: one small request's CPU through each layer (http.client, httpx2, the SDK's
+   `client.post`, our reader, `messages.stream`), to see what the SDK's request path alone costs.
 
 `--before TREE` (an export of an older checkout, e.g. `git archive main | tar -x -C /tmp/old`)
 adds that tree's provider to parts 4 and 6, interleaved with this one: in-process (the older
@@ -34,6 +36,7 @@ Usage: python bench/bench_overhead.py [--repeat R] [--ns 0,1,10,100,300] [--quic
        python bench/bench_overhead.py --server-side [--repeat R] [--profile] [--before TREE]
        python bench/bench_overhead.py --sdk-ab [--repeat R] [--before TREE]
        python bench/bench_overhead.py --run-vs-import [--repeat R]
+       python bench/bench_overhead.py --layers [--repeat R]
 """
 
 from __future__ import annotations
@@ -631,6 +634,78 @@ def public_api_ab(fake: FakeProcess, repeat: int, tmp: Path, n: int = 300,
           f"SDK's prepare + encode {prep.fmt('ms', 2)} ({ratio(prep.median, enc.median)})")
 
 
+def request_floors(fake: FakeProcess, repeat: int, n: int = 300) -> None:
+    """Where one request's CPU goes below agent-cli: the same small streaming request (one
+    tool call answered) sent n times by each client on one kept-alive connection, interleaved,
+    CPU time of this process per request, medians. Each row adds one layer to the one above."""
+    import http.client
+    import json
+
+    import httpx2
+
+    from agent_cli.providers.anthropic import STREAM_HEADERS, AnthropicProvider
+    from agent_cli.providers.sse import read_reply
+
+    header(f"7. one request's CPU by layer ({n} small streaming requests each, interleaved)")
+    warnings.filterwarnings("ignore", category=DeprecationWarning)
+    body = {"model": MODEL, "max_tokens": 100,
+            "messages": [{"role": "user", "content": "calls=1"}]}
+    raw = json.dumps({**body, "stream": True}).encode()
+    provider = AnthropicProvider(MODEL, api_key=API_KEY, base_url=fake.base_url, max_retries=0)
+    client: Any = provider.client()
+    plain = httpx2.Client()
+    conn = http.client.HTTPConnection("127.0.0.1", fake.port)
+    head = {"content-type": "application/json", "x-api-key": API_KEY}
+
+    def stdlib() -> None:
+        conn.request("POST", "/v1/messages", body=raw, headers=head)
+        conn.getresponse().read()
+
+    def bare_httpx2() -> None:
+        with plain.stream("POST", fake.base_url + "/v1/messages", content=raw,
+                          headers=head) as r:
+            for _chunk in r.iter_bytes():
+                pass
+
+    def sdk_post() -> None:
+        r = client.post("/v1/messages", cast_to=httpx2.Response, content=raw,
+                        options={"headers": STREAM_HEADERS}, stream=True)
+        r.read()
+        r.close()
+
+    def sdk_post_read() -> None:
+        r = client.post("/v1/messages", cast_to=httpx2.Response, content=raw,
+                        options={"headers": STREAM_HEADERS}, stream=True)
+        try:
+            read_reply(r.iter_bytes(), lambda _t: None).response()
+        finally:
+            r.close()
+
+    def sdk_stream() -> None:
+        with client.messages.stream(**body) as stream:
+            stream.get_final_message()
+
+    rows = {"http.client, read whole": stdlib, "httpx2 client, streamed": bare_httpx2,
+            "SDK client.post(content=)": sdk_post, "+ providers/sse.py reader": sdk_post_read,
+            "SDK messages.stream": sdk_stream}
+    cpu = {k: Stats() for k in rows}
+    for f in rows.values():
+        for _ in range(20):
+            f()
+    for _ in range(repeat):
+        for label, f in rows.items():
+            t0 = time.process_time()
+            for _ in range(n):
+                f()
+            cpu[label].add((time.process_time() - t0) / n)
+    conn.close()
+    plain.close()
+    floor = cpu["http.client, read whole"].median
+    for label in rows:
+        print(f"  {label:<28} {cpu[label].median * 1e3:6.3f} ms CPU per request "
+              f"({ratio(cpu[label].median, floor)} http.client)")
+
+
 def run_vs_import(fake: FakeProcess, repeat: int, tmp: Path) -> float:
     """Goal 5, second part: `agent-cli run` answered with no tool call against `python -c
     "import anthropic"` (the floor: the SDK import every request needs), interleaved, medians.
@@ -699,6 +774,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="only part 5: `agent-cli run` with no tool call vs import anthropic")
     parser.add_argument("--before", type=Path, default=None,
                         help="an export of an older checkout: its provider joins parts 4 and 6")
+    parser.add_argument("--layers", action="store_true",
+                        help="only part 7: one request's CPU by layer (stdlib, httpx2, SDK)")
     parser.add_argument("--sdk-ab", action="store_true",
                         help="only part 6: the shipped request path against messages.stream")
     args = parser.parse_args(argv)
@@ -711,6 +788,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.sdk_ab:
         with spawn_fake() as fake, tempfile.TemporaryDirectory(prefix="bench-overhead-") as t:
             public_api_ab(fake, repeat, Path(t), before=args.before)
+        return 0
+    if args.layers:
+        with spawn_fake() as fake:
+            request_floors(fake, repeat)
         return 0
     if args.run_vs_import:
         with spawn_fake() as fake, tempfile.TemporaryDirectory(prefix="bench-overhead-") as t:
