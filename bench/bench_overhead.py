@@ -12,20 +12,31 @@ runs in its own process and times its own handler so that time can be subtracted
 4. from the server's side (issue 21, goal 5): the fake stamps each request's arrival and the end
    of its answer; overhead per call = next arrival - this answer's end, i.e. the time from one
    request's arrival to the next minus the server's own time per request. Start-up is not in it
-   at all. Measured at N=100 and N=300 for the headless CLI, the in-process Session, the bare SDK
-   and a floor: a raw `http.client` loop sending the same growing body (one json.dumps, one
-   read of the whole answer, no SSE parsing), interleaved run by run. `--profile` adds a
+   at all. Measured at N=100 and N=300 for the headless CLI, the in-process Session, the
+   provider alone (`complete()` with no loop, log or tool), the bare SDK and a floor: a raw
+   `http.client` loop sending the same growing body (one json.dumps, one read of the whole
+   answer, no SSE parsing), interleaved run by run. `--profile` adds a
    cProfile of one in-process 300-call turn (functions ranked by own time, per call);
 5. goal 5, second part: `agent-cli run` answered with no tool call against `python -c "import
    anthropic"` and `python -c pass`, interleaved (`--run-vs-import`; also after part 4);
-6. goal 6: the provider's request path (body encoded once, `client.post(content=)`) against the
-   SDK's public `client.messages.stream`, interleaved, from the server's side (`--sdk-ab`).
+6. goal 6: the provider's request path (body encoded once, `client.post(content=)`, the events
+   read into dicts by providers/sse.py) against `client.post(body=)` (the SDK encodes the body)
+   and the SDK's public `client.messages.stream`, interleaved, from the server's side
+   (`--sdk-ab`);
+7. `--layers`: one small request's CPU through each layer (http.client, httpx2, the SDK's
+   `client.post`, our reader, `messages.stream`), to see what the SDK's request path alone costs.
+
+`--before TREE` (an export of an older checkout, e.g. `git archive main | tar -x -C /tmp/old`)
+adds that tree's provider to parts 4 and 6, interleaved with this one: in-process (the older
+`providers/anthropic.py` inside this tree's Session) and headless (the whole older program).
 
 Goal: under 3 ms per call and flat in N, with one client and one reused connection; from the
 server's side at most 1.5 ms at N=100 and N=300.
 Usage: python bench/bench_overhead.py [--repeat R] [--ns 0,1,10,100,300] [--quick]
-       python bench/bench_overhead.py --server-side [--repeat R] [--profile]
+       python bench/bench_overhead.py --server-side [--repeat R] [--profile] [--before TREE]
+       python bench/bench_overhead.py --sdk-ab [--repeat R] [--before TREE]
        python bench/bench_overhead.py --run-vs-import [--repeat R]
+       python bench/bench_overhead.py --layers [--repeat R]
 """
 
 from __future__ import annotations
@@ -320,6 +331,26 @@ def sdk_turn(client: Any, tools: list[dict[str, Any]], system: str, n: int) -> i
             {"type": "tool_result", "tool_use_id": u.id, "content": "6"} for u in uses]})
 
 
+def provider_turn(provider: Any, tools: list[dict[str, Any]], system: str, n: int) -> int:
+    """One turn of n calls through the provider alone (`complete()`: cache marks, the body's
+    encoding, the request, the events), with no loop, log or tool around it."""
+    from agent_cli.providers.base import ModelRequest
+
+    history: list[dict[str, Any]] = [{"role": "user", "content": f"calls={n}"}]
+    requests = 0
+    while True:
+        requests += 1
+        reply = provider.complete(ModelRequest(messages=history, tools=tools, system=system,
+                                               max_tokens=8192, model=MODEL),
+                                  lambda _t: None, lambda _m: None)
+        history.append({"role": "assistant", "content": reply.content})
+        uses = reply.tool_uses()
+        if not uses:
+            return requests
+        history.append({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": u["id"], "content": "6"} for u in uses]})
+
+
 def raw_turn(port: int, tools: list[dict[str, Any]], system: str, n: int) -> int:
     """The floor: the same growing request body over one kept-alive `http.client` connection,
     encoded with one json.dumps, the answer read whole and not parsed (the fake's ids are known
@@ -353,8 +384,24 @@ def raw_turn(port: int, tools: list[dict[str, Any]], system: str, n: int) -> int
     return n + 1
 
 
-def server_side(fake: FakeProcess, repeat: int, tmp: Path) -> dict[tuple[str, int], float]:
-    """Goal 5: per-call host overhead as the server sees it, four clients interleaved."""
+def load_before(tree: Path) -> Any:
+    """The older tree's `AnthropicProvider` class, loaded beside this tree's (it imports this
+    tree's `providers.base`, `body_json` and `http_errors`, whose interfaces it shares)."""
+    import importlib.util
+
+    path = tree.resolve() / "agent_cli" / "providers" / "anthropic.py"
+    spec = importlib.util.spec_from_file_location("before_anthropic_provider", path)
+    if spec is None or spec.loader is None:
+        raise SystemExit(f"--before: no provider at {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.AnthropicProvider
+
+
+def server_side(fake: FakeProcess, repeat: int, tmp: Path,
+                before: Path | None = None) -> dict[tuple[str, int], float]:
+    """Goal 5: per-call host overhead as the server sees it, four clients interleaved (six with
+    `before`: that tree's provider in-process and its whole program headless)."""
     import anthropic
 
     from agent_cli.config import DEFAULT_SYSTEM, Settings
@@ -376,8 +423,25 @@ def server_side(fake: FakeProcess, repeat: int, tmp: Path) -> dict[tuple[str, in
     warm.close()
     sdk_turn(client, tools, DEFAULT_SYSTEM, 2)
     raw_turn(fake.port, tools, DEFAULT_SYSTEM, 2)
-    modes = ("floor: raw http.client", "bare SDK messages.stream", "in-process Session",
-             "headless agent-cli run")
+    from agent_cli.providers.anthropic import AnthropicProvider
+
+    modes: tuple[str, ...] = ("floor: raw http.client", "bare SDK messages.stream",
+                              "provider alone", "in-process Session", "headless agent-cli run")
+    old_cls = load_before(before) if before is not None else None
+    old_env = {**env, "PYTHONPATH": str(before.resolve())} if before is not None else env
+    providers = {"provider alone": AnthropicProvider(MODEL, api_key=API_KEY,
+                                                     base_url=fake.base_url, max_retries=0)}
+    if before is not None:
+        modes = (*modes[:2], "provider alone, before", modes[2], "in-process, before",
+                 modes[3], "headless, before", modes[4])
+        providers["provider alone, before"] = old_cls(MODEL, api_key=API_KEY,
+                                                      base_url=fake.base_url, max_retries=0)
+    for provider in providers.values():
+        provider_turn(provider, tools, DEFAULT_SYSTEM, 2)
+        warm = make_session(fake, tmp, "ss-warm-old", [], old_cls)
+        warm.start()
+        warm.send("calls=2")
+        warm.close()
     mean: dict[tuple[str, int], Stats] = {(m, n): Stats() for m in modes for n in SERVER_SIDE_NS}
     median = {key: Stats() for key in mean}
     early = {key: Stats() for key in mean}
@@ -388,20 +452,25 @@ def server_side(fake: FakeProcess, repeat: int, tmp: Path) -> dict[tuple[str, in
             for mode in modes:
                 runs += 1
                 fake.reset()
-                if mode == modes[0]:
+                if mode.startswith("floor"):
                     raw_turn(fake.port, tools, DEFAULT_SYSTEM, n)
-                elif mode == modes[1]:
+                elif mode.startswith("bare SDK"):
                     sdk_turn(client, tools, DEFAULT_SYSTEM, n)
-                elif mode == modes[2]:
-                    session = make_session(fake, tmp, f"ss{runs}", [])
+                elif mode.startswith("provider alone"):
+                    provider_turn(providers[mode], tools, DEFAULT_SYSTEM, n)
+                elif mode.startswith("in-process"):
+                    cls = old_cls if mode.endswith("before") else None
+                    session = make_session(fake, tmp, f"ss{runs}", [], cls)
                     session.start()
                     fake.reset()
                     session.send(f"calls={n}")
                     session.close()
                 else:
-                    r = run_child(agent_argv(n, ws), env=env, timeout_s=120 + n)
+                    old = mode.endswith("before")
+                    r = run_child(agent_argv(n, ws), env=old_env if old else env,
+                                  cwd=before if old else None, timeout_s=120 + n)
                     if r.returncode != 0:
-                        raise SystemExit(f"headless N={n}: exit {r.returncode}")
+                        raise SystemExit(f"{mode} N={n}: exit {r.returncode}")
                 s = fake.stats(expect=n + 1)
                 gaps = s.gaps_s()
                 if s.requests != n + 1 or len(gaps) != n:
@@ -426,10 +495,11 @@ def server_side(fake: FakeProcess, repeat: int, tmp: Path) -> dict[tuple[str, in
                   f"{median[key].median * 1e3:7.2f} {early[key].median * 1e3:9.2f} "
                   f"{late[key].median * 1e3:8.2f} {ratio(mean[key].median, floor):>8}")
     for n in SERVER_SIDE_NS:
-        h = out[modes[3], n] * 1e3
-        verdict = "MET" if h <= SERVER_SIDE_GOAL_MS else "MISSED"
+        h = out["headless agent-cli run", n] * 1e3
+        i = out["in-process Session", n] * 1e3
+        verdict = "MET" if max(h, i) <= SERVER_SIDE_GOAL_MS else "MISSED"
         print(f"goal 5, N={n}: headless {h:.2f} ms per call (mean), in-process "
-              f"{out[modes[2], n] * 1e3:.2f} ms; goal <= {SERVER_SIDE_GOAL_MS} ms: {verdict}")
+              f"{i:.2f} ms; goal <= {SERVER_SIDE_GOAL_MS} ms: {verdict}")
     return out
 
 
@@ -471,31 +541,55 @@ def profile_turn(fake: FakeProcess, tmp: Path, n: int = 300, top: int = 25) -> N
     print("\n".join(line for line in out.getvalue().splitlines()[6:] if line.strip()))
 
 
-def public_api_ab(fake: FakeProcess, repeat: int, tmp: Path, n: int = 300) -> None:
-    """Goal 6: the provider as shipped (body encoded once, sent through `client.post(content=)`
-    inside the SDK's `MessageStreamManager`) against the SDK's public `client.messages.stream`,
-    which prepares (walks and copies) the whole body before encoding it. Same session, same
-    server, interleaved; figures from the server's side, plus the two encodings alone on the
-    body of the last request of an n-call turn."""
+def public_api_ab(fake: FakeProcess, repeat: int, tmp: Path, n: int = 300,
+                  before: Path | None = None) -> None:
+    """Goal 6: the provider as shipped (body encoded once and sent as `client.post(content=)`,
+    the events read into dicts by providers/sse.py) against the same reader with the body given
+    as `client.post(body=)` (the SDK prepares, i.e. walks and copies, and encodes it), and
+    against the SDK's public `client.messages.stream` with its own reader. With `before`, that
+    tree's provider too. Same session, same server, interleaved; figures from the server's side,
+    plus the two encodings alone on the body of the last request of an n-call turn."""
     import json
 
-    from agent_cli.providers.anthropic import AnthropicProvider
+    import httpx2
 
-    header(f"6. goal 6: the shipped request path against messages.stream (N={n}, interleaved)")
+    from agent_cli.providers.anthropic import STREAM_HEADERS, AnthropicProvider
+    from agent_cli.providers.base import ModelResponse, usage_of
+
+    header(f"6. goal 6: the shipped request path against the SDK's (N={n}, interleaved)")
+
+    class PostBody(AnthropicProvider):
+        def _send(self, client: Any, body: dict[str, Any]) -> Any:
+            return client.post("/v1/messages", cast_to=httpx2.Response,
+                               body={**body, "stream": True},
+                               options={"headers": STREAM_HEADERS}, stream=True)
 
     class PublicStream(AnthropicProvider):
-        def _open_stream(self, client: Any, body: dict[str, Any]) -> Any:
-            return client.messages.stream(**body)
+        """`client.messages.stream(**body)`: the SDK's request, events and final message."""
+
+        def complete(self, request: Any, on_text: Any, on_status: Any) -> ModelResponse:
+            with self.client().messages.stream(**self.body(request)) as stream:
+                for event in stream:
+                    if event.type == "content_block_delta" and event.delta.type == "text_delta":
+                        on_text(event.delta.text)
+                final = stream.get_final_message()
+            return ModelResponse(
+                content=[b.model_dump(mode="json", exclude_none=True) for b in final.content],
+                stop_reason=final.stop_reason, usage=usage_of(final.usage.model_dump()),
+                model=final.model)
 
     bodies: list[dict[str, Any]] = []
 
     class Keep(AnthropicProvider):
-        def _open_stream(self, client: Any, body: dict[str, Any]) -> Any:
+        def _send(self, client: Any, body: dict[str, Any]) -> Any:
             bodies[:] = [body]
-            return super()._open_stream(client, body)
+            return super()._send(client, body)
 
-    variants: dict[str, type[AnthropicProvider]] = {"shipped (post content=)": AnthropicProvider,
-                                                    "public messages.stream": PublicStream}
+    variants: dict[str, Any] = {"shipped: post(content=)": AnthropicProvider,
+                                "post(body=), same reader": PostBody,
+                                "public messages.stream": PublicStream}
+    if before is not None:
+        variants["before: hand-built manager"] = load_before(before)
     gaps = {name: Stats() for name in variants}
     late = {name: Stats() for name in variants}
     runs = 0
@@ -513,17 +607,17 @@ def public_api_ab(fake: FakeProcess, repeat: int, tmp: Path, n: int = 300) -> No
             g = st.gaps_s()
             gaps[name].add(statistics.fmean(g))
             late[name].add(_gap_figures(g)[3])
+    shipped = gaps["shipped: post(content=)"].median
     for name in variants:
-        print(f"  {name:<26} per call (server side, mean) {gaps[name].fmt('ms', 2)}; last sixth "
-              f"{late[name].median * 1e3:.2f} ms")
-    a, b = (gaps[k].median for k in variants)
-    print(f"  public API costs {(b - a) * 1e3:+.2f} ms per call at N={n} ({ratio(b, a)} the "
-          "shipped path)")
+        print(f"  {name:<28} per call (server side, mean) {gaps[name].fmt('ms', 2)}; last "
+              f"sixth {late[name].median * 1e3:.2f} ms; {ratio(gaps[name].median, shipped)} "
+              "the shipped path")
     session = make_session(fake, tmp, "ab-body", [], Keep)
     session.start()
     session.send(f"calls={n}")
     session.close()
-    from anthropic._utils._prepare import prepare_request_data  # measured only, never used
+    from anthropic._utils._json import openapi_dumps  # measured only, never used
+    from anthropic._utils._prepare import prepare_request_data
 
     body = bodies[0]
     enc, prep = Stats(), Stats()
@@ -531,8 +625,6 @@ def public_api_ab(fake: FakeProcess, repeat: int, tmp: Path, n: int = 300) -> No
         t0 = time.process_time()
         json.dumps({**body, "stream": True}, ensure_ascii=False, separators=(",", ":")).encode()
         t1 = time.process_time()
-        from anthropic._utils._json import openapi_dumps
-
         openapi_dumps(prepare_request_data({**body, "stream": True}, location="body"))
         t2 = time.process_time()
         enc.add(t1 - t0)
@@ -540,6 +632,78 @@ def public_api_ab(fake: FakeProcess, repeat: int, tmp: Path, n: int = 300) -> No
     size = len(json.dumps(body))
     print(f"  the last request's body ({size / 1e3:.0f} KB): json.dumps {enc.fmt('ms', 2)}; the "
           f"SDK's prepare + encode {prep.fmt('ms', 2)} ({ratio(prep.median, enc.median)})")
+
+
+def request_floors(fake: FakeProcess, repeat: int, n: int = 300) -> None:
+    """Where one request's CPU goes below agent-cli: the same small streaming request (one
+    tool call answered) sent n times by each client on one kept-alive connection, interleaved,
+    CPU time of this process per request, medians. Each row adds one layer to the one above."""
+    import http.client
+    import json
+
+    import httpx2
+
+    from agent_cli.providers.anthropic import STREAM_HEADERS, AnthropicProvider
+    from agent_cli.providers.sse import read_reply
+
+    header(f"7. one request's CPU by layer ({n} small streaming requests each, interleaved)")
+    warnings.filterwarnings("ignore", category=DeprecationWarning)
+    body = {"model": MODEL, "max_tokens": 100,
+            "messages": [{"role": "user", "content": "calls=1"}]}
+    raw = json.dumps({**body, "stream": True}).encode()
+    provider = AnthropicProvider(MODEL, api_key=API_KEY, base_url=fake.base_url, max_retries=0)
+    client: Any = provider.client()
+    plain = httpx2.Client()
+    conn = http.client.HTTPConnection("127.0.0.1", fake.port)
+    head = {"content-type": "application/json", "x-api-key": API_KEY}
+
+    def stdlib() -> None:
+        conn.request("POST", "/v1/messages", body=raw, headers=head)
+        conn.getresponse().read()
+
+    def bare_httpx2() -> None:
+        with plain.stream("POST", fake.base_url + "/v1/messages", content=raw,
+                          headers=head) as r:
+            for _chunk in r.iter_bytes():
+                pass
+
+    def sdk_post() -> None:
+        r = client.post("/v1/messages", cast_to=httpx2.Response, content=raw,
+                        options={"headers": STREAM_HEADERS}, stream=True)
+        r.read()
+        r.close()
+
+    def sdk_post_read() -> None:
+        r = client.post("/v1/messages", cast_to=httpx2.Response, content=raw,
+                        options={"headers": STREAM_HEADERS}, stream=True)
+        try:
+            read_reply(r.iter_bytes(), lambda _t: None).response()
+        finally:
+            r.close()
+
+    def sdk_stream() -> None:
+        with client.messages.stream(**body) as stream:
+            stream.get_final_message()
+
+    rows = {"http.client, read whole": stdlib, "httpx2 client, streamed": bare_httpx2,
+            "SDK client.post(content=)": sdk_post, "+ providers/sse.py reader": sdk_post_read,
+            "SDK messages.stream": sdk_stream}
+    cpu = {k: Stats() for k in rows}
+    for f in rows.values():
+        for _ in range(20):
+            f()
+    for _ in range(repeat):
+        for label, f in rows.items():
+            t0 = time.process_time()
+            for _ in range(n):
+                f()
+            cpu[label].add((time.process_time() - t0) / n)
+    conn.close()
+    plain.close()
+    floor = cpu["http.client, read whole"].median
+    for label in rows:
+        print(f"  {label:<28} {cpu[label].median * 1e3:6.3f} ms CPU per request "
+              f"({ratio(cpu[label].median, floor)} http.client)")
 
 
 def run_vs_import(fake: FakeProcess, repeat: int, tmp: Path) -> float:
@@ -608,6 +772,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="add a cProfile of one in-process 300-call turn")
     parser.add_argument("--run-vs-import", action="store_true",
                         help="only part 5: `agent-cli run` with no tool call vs import anthropic")
+    parser.add_argument("--before", type=Path, default=None,
+                        help="an export of an older checkout: its provider joins parts 4 and 6")
+    parser.add_argument("--layers", action="store_true",
+                        help="only part 7: one request's CPU by layer (stdlib, httpx2, SDK)")
     parser.add_argument("--sdk-ab", action="store_true",
                         help="only part 6: the shipped request path against messages.stream")
     args = parser.parse_args(argv)
@@ -619,7 +787,11 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(REPO))
     if args.sdk_ab:
         with spawn_fake() as fake, tempfile.TemporaryDirectory(prefix="bench-overhead-") as t:
-            public_api_ab(fake, repeat, Path(t))
+            public_api_ab(fake, repeat, Path(t), before=args.before)
+        return 0
+    if args.layers:
+        with spawn_fake() as fake:
+            request_floors(fake, repeat)
         return 0
     if args.run_vs_import:
         with spawn_fake() as fake, tempfile.TemporaryDirectory(prefix="bench-overhead-") as t:
@@ -627,7 +799,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.server_side:
         with spawn_fake() as fake, tempfile.TemporaryDirectory(prefix="bench-overhead-") as t:
-            server_side(fake, repeat, Path(t))
+            server_side(fake, repeat, Path(t), args.before)
             run_vs_import(fake, max(repeat, 5), Path(t))
             if args.profile:
                 profile_turn(fake, Path(t))

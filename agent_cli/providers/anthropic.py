@@ -2,13 +2,16 @@
 
 The SDK is imported on first use (it costs about a second). One client is built per provider and
 reused, so connections are kept alive across requests. Retries are ours, not the SDK's: we cap
-`retry-after`, back off, and tell the user we are waiting.
+`retry-after`, back off, and tell the user we are waiting. The request goes through the SDK's
+public `client.post` (auth, base URL, headers, timeouts, status errors stay the SDK's) with the
+body encoded here once, and the streamed events are read here into plain dicts
+(providers/sse.py), which is most of what a tool call costs the host otherwise (goal 5 of
+issue 21, docs/benchmarks.md).
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import gc
 import json
 import os
@@ -23,7 +26,6 @@ from agent_cli.providers.base import (
     StatusSink,
     TextSink,
     anthropic_tool_choice,
-    usage_of,
 )
 from agent_cli.providers.body_json import BodyEncoder
 from agent_cli.providers.http_errors import (
@@ -36,6 +38,7 @@ from agent_cli.providers.http_errors import (
     retry_wait,
     should_retry,
 )
+from agent_cli.providers.sse import MalformedStream, StreamError, read_reply
 
 NO_KEY = (
     "No Anthropic API key: set ANTHROPIC_API_KEY (export ANTHROPIC_API_KEY=sk-ant-...) or put "
@@ -45,17 +48,11 @@ NO_KEY = (
 )
 
 
-def _block_to_dict(block: Any) -> dict[str, Any]:
-    kind = getattr(block, "type", None)
-    if kind == "text":
-        return {"type": "text", "text": block.text}
-    if kind == "tool_use":
-        return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
-    dumped: dict[str, Any] = block.model_dump(mode="json", exclude_none=True)
-    return dumped
-
-
 EPHEMERAL = {"type": "ephemeral"}
+
+STREAM_HEADERS = {"Content-Type": "application/json", "X-Stainless-Helper-Method": "stream",
+                  "X-Stainless-Stream-Helper": "messages"}
+"""What `messages.stream` sends besides the client's own headers (the server sees the same)."""
 
 
 def with_cache_breakpoints(body: dict[str, Any]) -> dict[str, Any]:
@@ -118,30 +115,6 @@ def _freeze_import_time_objects() -> None:
     if not _frozen:
         _frozen = True
         gc.freeze()
-
-
-@functools.cache
-def fast_stream_supported() -> bool:
-    """Whether this SDK takes a pre-encoded streaming request the way `_open_stream` builds it:
-    `Anthropic.post(..., content=, stream=, stream_cls=)` and
-    `MessageStreamManager(api_request, *, output_format=)`, checked on their signatures."""
-    import inspect
-
-    import anthropic
-
-    try:
-        post = inspect.signature(anthropic.Anthropic.post).parameters
-        manager = inspect.signature(anthropic.MessageStreamManager.__init__).parameters
-        anthropic.Stream[Any]
-    except (AttributeError, TypeError, ValueError):
-        return False
-    needed = ("self", "api_request", "output_format")
-    others_optional = all(p.default is not p.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
-                          for name, p in manager.items() if name not in needed)
-    return ({"content", "stream", "stream_cls", "cast_to", "options"} <= set(post)
-            and list(manager)[:2] == ["self", "api_request"] and "output_format" in manager
-            and manager["output_format"].kind is inspect.Parameter.KEYWORD_ONLY
-            and others_optional)
 
 
 def _encode(body: dict[str, Any], encoder: BodyEncoder | None = None) -> tuple[bytes, bool]:
@@ -216,47 +189,29 @@ class AnthropicProvider:
             _freeze_import_time_objects()
         return self._client
 
-    def _open_stream(self, client: Any, body: dict[str, Any]) -> Any:
-        """`client.messages.stream(**body)`, with the body encoded here when the SDK allows.
+    def _send(self, client: Any, body: dict[str, Any]) -> Any:
+        """POST the request and return the streaming `httpx2.Response`, not yet read.
 
-        The SDK walks and copies the whole request body on every request before encoding it
-        (`prepare_request_data`); with a long history that grows with every call: at 300 calls
-        4.95 ms against 1.46 ms for one json.dumps of the same 80 KB, and 2.4x the per-call host
-        overhead seen from the server (bench/bench_overhead.py --sdk-ab). Our body is plain JSON
-        already, so it is encoded once and sent through the client's public `post(content=...)`
-        inside the SDK's own `MessageStreamManager`: streaming, events, accumulation and errors
-        stay the SDK's. That manager's constructor is not documented, so it is checked once per
-        process (`fast_stream_supported`); an SDK that changed it gets the public
-        `messages.stream`: slower, never broken. A lone surrogate (undecodable bytes kept by a
-        tool) becomes "?" rather than invalid UTF-8 in the request, on either path.
+        Through the SDK's public `client.post(path, cast_to=httpx2.Response, ...)`, its way to
+        make a request by hand: the client's auth, base URL, headers, timeout and status errors
+        (`APIStatusError` for a non-2xx answer, `APIConnectionError`/`APITimeoutError`) apply
+        as to `messages.stream`; retries are ours (`max_retries=0`). Two reasons for it:
+        - the body is encoded here, once (`content=` bytes). The SDK's own path walks and
+          copies the whole body on every request before encoding it (`prepare_request_data`),
+          which grows with the history (bench/bench_overhead.py --sdk-ab);
+        - the events are read here as dicts (providers/sse.py) instead of as a typed model per
+          event, and the tool input is parsed once instead of on every delta.
+        The headers are those `messages.stream` sends. A lone surrogate (undecodable bytes kept
+        by a tool) becomes "?" rather than invalid UTF-8 in the request.
         """
-        import anthropic
+        import httpx2
 
-        content, replaced = _encode(body, self._body_json)
-        if not fast_stream_supported():
-            cleaned = json.loads(content) if replaced else dict(body)
-            cleaned.pop("stream", None)
-            return client.messages.stream(**cleaned)
-        from anthropic.types import Message, RawMessageStreamEvent
+        content, _replaced = _encode(body, self._body_json)
+        return client.post("/v1/messages", cast_to=httpx2.Response, content=content,
+                           options={"headers": STREAM_HEADERS}, stream=True)
 
-        request = functools.partial(
-            client.post,
-            "/v1/messages",
-            cast_to=Message,
-            content=content,
-            options={"headers": {"Content-Type": "application/json",
-                                 "X-Stainless-Helper-Method": "stream",
-                                 "X-Stainless-Stream-Helper": "messages"}},
-            stream=True,
-            stream_cls=anthropic.Stream[RawMessageStreamEvent],
-        )
-        return anthropic.MessageStreamManager(request, output_format=anthropic.NOT_GIVEN)
-
-    def complete(
-        self, request: ModelRequest, on_text: TextSink, on_status: StatusSink
-    ) -> ModelResponse:
-        import anthropic
-
+    def body(self, request: ModelRequest) -> dict[str, Any]:
+        """The Messages API request for `request` (without `stream`), cache marks included."""
         kwargs: dict[str, Any] = {
             "model": request.model or self.model,
             "max_tokens": request.max_tokens,
@@ -269,32 +224,43 @@ class AnthropicProvider:
             kwargs["system"] = request.system
         if self.prompt_cache:
             kwargs = with_cache_breakpoints(kwargs)
+        return kwargs
+
+    def complete(
+        self, request: ModelRequest, on_text: TextSink, on_status: StatusSink
+    ) -> ModelResponse:
+        import anthropic
+
+        kwargs = self.body(request)
         client = self.client()
         attempt = 0
         while True:
             streamed = False
             try:
-                with self._open_stream(client, kwargs) as stream:
-                    streamed = True  # the request was answered: from here on, never retried
-                    # A server may close the stream cleanly before the end: only a reply whose
-                    # `message_stop` arrived is complete (the SDK accepts the prefix as final).
-                    complete = False
-                    for event in stream:
-                        if event.type == "content_block_delta" and \
-                                event.delta.type == "text_delta":
-                            on_text(event.delta.text)
-                        elif event.type == "message_stop":
-                            complete = True
-                    if not complete:
-                        raise ProviderError(cut_off_message("no message_stop event"),
-                                            kind=CUT_OFF_KIND)
-                    final = stream.get_final_message()
-                return ModelResponse(
-                    content=[_block_to_dict(b) for b in final.content],
-                    stop_reason=final.stop_reason,
-                    usage=usage_of(final.usage.model_dump()),
-                    model=final.model,
-                )
+                response = self._send(client, kwargs)
+                streamed = True  # the request was answered: from here on, never retried
+                try:
+                    reply = read_reply(response.iter_bytes(), on_text)
+                finally:
+                    response.close()
+                # A server may close the stream cleanly before the end: only a reply whose
+                # `message_stop` arrived is complete (what came before is a prefix of it).
+                if not reply.done:
+                    raise ProviderError(cut_off_message("no message_stop event"),
+                                        kind=CUT_OFF_KIND)
+                return reply.response()
+            except StreamError as e:
+                raise ProviderError(
+                    f"The reply broke off mid-stream (the API said: {e}); nothing from it was "
+                    "run. Send your message again.",
+                    kind="stream_error",
+                ) from None
+            except MalformedStream as e:
+                raise ProviderError(
+                    f"The reply could not be read ({e}); nothing from it was run. Send your "
+                    "message again.",
+                    kind="stream_error",
+                ) from None
             except anthropic.APIStatusError as e:
                 status = e.status_code
                 message = _api_message(e)

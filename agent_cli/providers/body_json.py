@@ -14,6 +14,9 @@ what the prompt cache needs (tests/providers/test_body_json.py compares them ove
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from itertools import islice, repeat
+from operator import eq, is_
 from typing import Any
 
 __all__ = ["BodyEncoder", "dumps"]
@@ -34,11 +37,22 @@ def _length(content: Any) -> int:
 
 
 class BodyEncoder:
-    """body -> its JSON text, reusing the text of every message seen at the last request."""
+    """body -> its JSON text, reusing the text of every message seen at an earlier request.
+
+    The messages of one request are mostly the last request's, in the same places: the common
+    prefix (the same message objects, with the same content objects of the same lengths) is
+    found by comparisons that run in C, so a request costs the few messages after it, not a
+    Python step per message of the history. Those few are looked up by identity (a context
+    budget's stub, a message met before) or encoded."""
 
     def __init__(self) -> None:
         self._kept: dict[int, tuple[Any, Any, int, str]] = {}
         """id(message) -> (message, its content, the content's length, its JSON)."""
+        self._last: list[Any] = []
+        """The last request's messages, their contents, lengths and texts, in order."""
+        self._contents: list[Any] = []
+        self._lengths: list[int] = []
+        self._texts: list[str] = []
 
     def __call__(self, body: dict[str, Any]) -> str:
         pieces: list[str] = []
@@ -51,18 +65,40 @@ class BodyEncoder:
         return "{" + ",".join(pieces) + "}"
 
     def _messages(self, messages: list[Any]) -> list[str]:
+        try:  # in C: every message a dict, every content sized (text or a list of blocks)
+            contents: list[Any] = list(map(dict.get, messages, repeat("content")))
+            lengths = list(map(len, contents))
+        except TypeError:
+            contents = [m.get("content") if isinstance(m, dict) else None for m in messages]
+            lengths = [_length(c) for c in contents]
+        k = min(len(messages), len(self._last))
+        k = _same_prefix(map(is_, messages, self._last), k)
+        k = _same_prefix(map(is_, contents, self._contents), k)
+        k = _same_prefix(map(eq, lengths, self._lengths), k)
+        texts = self._texts[:k]
         kept = self._kept
-        now: dict[int, tuple[Any, Any, int, str]] = {}
-        out: list[str] = []
-        for msg in messages:
-            content = msg.get("content") if isinstance(msg, dict) else None
-            length = _length(content)
+        for i in range(k, len(messages)):
+            msg, content, length = messages[i], contents[i], lengths[i]
             hit = kept.get(id(msg))
             if hit is not None and hit[0] is msg and hit[1] is content and hit[2] == length:
-                text = hit[3]
+                texts.append(hit[3])
             else:
                 text = dumps(msg)
-            now[id(msg)] = (msg, content, length, text)
-            out.append(text)
-        self._kept = now  # only the messages of this request: the rest can go
-        return out
+                kept[id(msg)] = (msg, content, length, text)
+                texts.append(text)
+        if len(kept) > 2 * len(messages) + 64:  # forget messages no longer sent
+            self._kept = {id(m): (m, c, n, t)
+                          for m, c, n, t in zip(messages, contents, lengths, texts, strict=True)}
+        # copies: the caller's list may be the history itself, which grows after this
+        self._last, self._contents, self._lengths, self._texts = (
+            messages[:], contents, lengths, texts)
+        return texts
+
+
+def _same_prefix(flags: Iterator[bool], limit: int) -> int:
+    """How many of the first `limit` flags are true before the first false one (in C)."""
+    got = list(islice(flags, limit))
+    try:
+        return got.index(False)
+    except ValueError:
+        return len(got)

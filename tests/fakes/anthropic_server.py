@@ -64,6 +64,9 @@ class Fault:
                     chunked terminator, no error): a stream that stops before its last event.
     delay_s         sleep before answering (e.g. to trigger client timeouts).
     event_delay_s   sleep between SSE events (to watch text arrive incrementally).
+    chunk_bytes     streaming only: write the event stream in pieces of this many bytes, each
+                    sent on its own (``event_delay_s`` apart), so events and UTF-8 characters
+                    arrive split across reads.
     """
 
     status: int = 200
@@ -77,6 +80,7 @@ class Fault:
     end_after: int | None = None
     delay_s: float = 0.0
     event_delay_s: float = 0.0
+    chunk_bytes: int | None = None
 
 
 R = TypeVar("R", bound=Fault)
@@ -246,6 +250,10 @@ class FakeHandler(BaseHTTPRequestHandler):
             self.send_header(k, v)
         self.end_headers()
         self.headers_sent = True
+        if fault.chunk_bytes:
+            body = b"".join(events)
+            step = fault.chunk_bytes
+            events = [body[i:i + step] for i in range(0, len(body), step)]
         frames = [b"%x\r\n%s\r\n" % (len(e), e) for e in events]
         if fault.event_delay_s > 0:
             for frame in frames:
@@ -566,14 +574,21 @@ class Reply(Fault):
     ``input`` to stream exactly that text (e.g. JSON truncated by max_tokens).
     ``stop_reason`` None means: "tool_use" if any tool_use block, else "end_turn".
     ``usage`` entries override the computed token counts (input tokens are billed by
-    ``PromptCache``: uncached input, cache writes and cache reads).
+    ``PromptCache``: uncached input, cache writes and cache reads); ``delta_usage`` entries
+    override those of the ``message_delta`` event only.
+    ``split_seed`` fixes where the deltas are cut: two replies with the same value and content
+    stream the same events (otherwise each reply's cuts follow its number).
+    ``raw_sse`` streams exactly these bytes as the event stream instead (a malformed stream).
     """
 
     content: list[JSON] = field(default_factory=list)
     stop_reason: str | None = None
     stop_sequence: str | None = None
     usage: dict[str, Any] | None = None
+    delta_usage: dict[str, Any] | None = None
     model: str | None = None
+    split_seed: int | None = None
+    raw_sse: bytes | None = None
 
 
 def text_reply(text: str) -> JSON:
@@ -721,7 +736,10 @@ class FakeAnthropic(FakeServerBase[Reply]):
                     },
                 },
             )
-            h.send_sse(_stream_events(message, raws, self.rng(n)), reply, headers, tail)
+            rng = self.rng(n if reply.split_seed is None else -1 - reply.split_seed)
+            events = ([reply.raw_sse] if reply.raw_sse is not None
+                      else _stream_events(message, raws, rng, reply.delta_usage))
+            h.send_sse(events, reply, headers, tail)
         else:
             h.send_json(200, message, headers, truncate=reply.reset_after is not None)
 
@@ -765,7 +783,8 @@ def _sse(event: str, data: object) -> bytes:
     return f"event: {event}\ndata: {dumps(data)}\n\n".encode()
 
 
-def _stream_events(message: JSON, raws: dict[int, str], rng: random.Random) -> list[bytes]:
+def _stream_events(message: JSON, raws: dict[int, str], rng: random.Random,
+                   delta_usage: JSON | None = None) -> list[bytes]:
     """The SSE sequence the real API sends for ``message``, with deltas cut at random points."""
     usage = message["usage"]
     start = {
@@ -820,7 +839,8 @@ def _stream_events(message: JSON, raws: dict[int, str], rng: random.Random) -> l
                 _sse("content_block_delta", {"type": "content_block_delta", "index": i, "delta": d})
             )
         events.append(_sse("content_block_stop", {"type": "content_block_stop", "index": i}))
-    delta_usage = {k: v for k, v in usage.items() if k != "service_tier"}
+    delta_usage = {**{k: v for k, v in usage.items() if k != "service_tier"},
+                   **(delta_usage or {})}
     events.append(
         _sse(
             "message_delta",

@@ -1,74 +1,88 @@
-"""The provider's two request paths give the same request and the same reply (issue 21, goal 6).
+"""The provider's request is the one `messages.stream` would send (issue 21, goal 6).
 
-`AnthropicProvider` encodes the body once and sends it through the SDK's public
-`client.post(content=...)` inside the SDK's `MessageStreamManager`, which skips the SDK's walk and
-copy of the whole body on every request. That manager's constructor is not documented, so the
-provider checks it once per process (`fast_stream_supported`) and otherwise uses the public
-`client.messages.stream`. Both paths run here against the loopback fake with the real SDK (CI
-runs this file on the lowest supported SDK too): what the server receives and what the provider
-returns must be the same, so an SDK that drops the fast path costs speed, never behaviour.
+`AnthropicProvider` encodes the body once and posts it through the SDK's public
+`client.post(path, cast_to=httpx2.Response, content=..., stream=True)`, its documented way to make
+a request by hand, and reads the events itself (providers/sse.py; the replies are compared with
+the SDK's in test_sse_differential.py). Here the request: what the loopback server receives from
+the provider must be what the SDK's public `client.messages.stream` sends for the same body (the
+same JSON, the same headers), and the provider's bytes must be one `json.dumps` of it (the prompt
+cache compares bytes). CI runs this file on the lowest supported SDK too.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Iterator
 
+import anthropic
 import pytest
 
-from agent_cli.providers import anthropic as provider_module
-from agent_cli.providers.anthropic import AnthropicProvider, fast_stream_supported
+from agent_cli.errors import ProviderError
+from agent_cli.providers.anthropic import AnthropicProvider, with_cache_breakpoints
 from agent_cli.providers.base import ModelRequest
-from tests.fakes.anthropic_server import FakeAnthropic, tool_reply
+from tests.fakes.anthropic_server import FakeAnthropic, text_reply, tool_reply
 
 TOOLS = [{"name": "multiply", "description": "Multiply two integers.",
           "input_schema": {"type": "object", "properties": {"a": {"type": "integer"},
                                                             "b": {"type": "integer"}}}}]
+HEADERS = ("content-type", "accept", "x-stainless-helper-method", "x-stainless-stream-helper",
+           "anthropic-version", "x-api-key", "authorization", "user-agent")
 
 
 @pytest.fixture
-def fake() -> Any:
+def fake() -> Iterator[FakeAnthropic]:
     with FakeAnthropic() as server:
         yield server
 
 
-def _exchange(fake: FakeAnthropic, text: str) -> tuple[dict[str, Any], dict[str, str], Any]:
-    fake.add(tool_reply(("toolu_1", "multiply", {"a": 6, "b": 7}), text="Let me multiply."))
+def test_the_request_is_the_one_messages_stream_sends(fake: FakeAnthropic) -> None:
+    fake.add(tool_reply(("toolu_1", "multiply", {"a": 6, "b": 7}), text="Let me multiply."),
+             text_reply("ok"))
+    history = [{"role": "user", "content": [{"type": "text", "text": "six times seven, é ✓"}]}]
     provider = AnthropicProvider("claude-test", api_key="test-key", base_url=fake.base_url)
-    history = [{"role": "user", "content": [{"type": "text", "text": text}]}]
-    streamed: list[str] = []
     reply = provider.complete(ModelRequest(messages=history, tools=TOOLS, system="Be brief.",
-                                           max_tokens=100), streamed.append, lambda _m: None)
-    sent = fake.requests[-1]
-    body = json.loads(sent.raw_body.decode("utf-8"))  # strict: the bytes are valid UTF-8
-    return body, sent.headers, (reply, "".join(streamed))
-
-
-def test_this_sdk_takes_the_pre_encoded_request() -> None:
-    assert fast_stream_supported()
-
-
-def test_both_paths_send_the_same_request_and_return_the_same_reply(
-        fake: FakeAnthropic, monkeypatch: pytest.MonkeyPatch) -> None:
-    fast_body, fast_headers, fast = _exchange(fake, "six times seven, é ✓")
-    monkeypatch.setattr(provider_module, "fast_stream_supported", lambda: False)
-    public_body, public_headers, public = _exchange(fake, "six times seven, é ✓")
-    assert fast_body == public_body
-    assert fast_body["stream"] is True and fast_body["tools"][-1]["cache_control"]
-    for name in ("content-type", "x-stainless-helper-method", "x-stainless-stream-helper",
-                 "anthropic-version", "x-api-key"):
-        assert fast_headers.get(name) == public_headers.get(name), name
-    assert fast == public
-    reply, streamed = fast
-    assert streamed == "Let me multiply."
+                                           max_tokens=100), lambda _t: None, lambda _m: None)
+    ours = fake.requests[-1]
+    body = with_cache_breakpoints({"model": "claude-test", "max_tokens": 100,
+                                   "messages": history, "tools": TOOLS,
+                                   "tool_choice": {"type": "auto"}, "system": "Be brief."})
+    client = anthropic.Anthropic(api_key="test-key", base_url=fake.base_url, max_retries=0)
+    with client.messages.stream(**body) as stream:
+        stream.get_final_message()
+    theirs = fake.requests[-1]
+    assert ours.path == theirs.path == "/v1/messages"
+    assert json.loads(ours.raw_body.decode("utf-8")) == json.loads(theirs.raw_body)
+    assert ours.raw_body == json.dumps({**body, "stream": True}, ensure_ascii=False,
+                                       separators=(",", ":")).encode("utf-8")
+    assert ours.body["stream"] is True and ours.body["tools"][-1]["cache_control"]
+    for name in HEADERS:
+        assert ours.headers.get(name) == theirs.headers.get(name), name
+    assert ours.headers.get("x-stainless-retry-count") == "0"
     assert reply.stop_reason == "tool_use"
     assert reply.content[-1] == {"type": "tool_use", "id": "toolu_1", "name": "multiply",
                                  "input": {"a": 6, "b": 7}}
 
 
-def test_the_public_path_also_sends_a_lone_surrogate_as_a_question_mark(
-        fake: FakeAnthropic, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(provider_module, "fast_stream_supported", lambda: False)
-    body, _headers, (reply, _streamed) = _exchange(fake, "bytes: \udc80!")
-    assert body["messages"][0]["content"][0]["text"] == "bytes: ?!"
-    assert reply.stop_reason == "tool_use"
+def test_an_error_status_is_the_sdks_error_and_read_once(fake: FakeAnthropic) -> None:
+    """A non-2xx answer to the streaming post is raised by the SDK (APIStatusError, with its
+    body read) and becomes the provider's sentence; the SDK itself never retries it."""
+    fake.add({"status": 400, "error_message": "messages: bad shape"})
+    provider = AnthropicProvider("claude-test", api_key="test-key", base_url=fake.base_url)
+    with pytest.raises(ProviderError) as err:
+        provider.complete(ModelRequest(messages=[{"role": "user", "content": "hi"}], tools=[]),
+                          lambda _t: None, lambda _m: None)
+    assert err.value.status == 400 and "messages: bad shape" in str(err.value)
+    assert len(fake.requests) == 1
+
+
+def test_retries_are_the_providers_own(fake: FakeAnthropic) -> None:
+    fake.add({"status": 529, "retry_after": "0"}, {"status": 429, "retry_after": "0"},
+             text_reply("third time"))
+    notices: list[str] = []
+    provider = AnthropicProvider("claude-test", api_key="test-key", base_url=fake.base_url,
+                                 max_retries=2, retry_cap_s=0.0)
+    reply = provider.complete(ModelRequest(messages=[{"role": "user", "content": "hi"}],
+                                           tools=[]), lambda _t: None, notices.append)
+    assert reply.text() == "third time"
+    assert [r.headers.get("x-stainless-retry-count") for r in fake.requests] == ["0"] * 3
+    assert len(notices) == 2 and "529" in notices[0] and "429" in notices[1]

@@ -64,3 +64,21 @@ def test_replaced_flag_matches_the_old_encoding() -> None:
     assert _encode(body)[1] is True
     plain = _body([{"role": "user", "content": "fine"}])
     assert _encode(plain, BodyEncoder()) == _encode(plain) == (_whole(plain), False)
+
+
+def test_the_history_itself_growing_between_requests() -> None:
+    """Without cache marks the body's list can be the history, which grows after a request:
+    what was sent before must not be read from the grown list."""
+    encoder = BodyEncoder()
+    history: list[Message] = [{"role": "user", "content": "one"}]
+    for i in range(40):
+        body = {"model": "claude-x", "max_tokens": 10, "messages": history}
+        assert _encode(body, encoder) == _encode(body)
+        history.append({"role": "assistant", "content": [{"type": "text", "text": f"r{i}"}]})
+        history.append({"role": "user", "content": f"u{i}"})
+        if i % 9 == 4:  # the last message replaced by an equal copy, then one changed in place
+            history[-1] = dict(history[-1])
+            history[1]["content"] = [{"type": "text", "text": f"edited {i}"}]
+    odd: list[Any] = [{"role": "user", "content": None}, {"role": "user", "content": 5}]
+    body = {"messages": odd}
+    assert _encode(body, encoder) == _encode(body)
