@@ -7,7 +7,7 @@ the log) costs several times what drawing a prompt does. So `agent-cli chat` on 
    written; nothing but the standard library is imported for it). Keys typed from then on wait
    in the terminal, byte for byte, for the line editor: nothing is echoed twice or lost, and
    Ctrl-C and Ctrl-D are keys for that prompt, as at any other;
-2. starts the line editor on that prompt, and builds the session in a thread meanwhile
+2. starts the line editor on that prompt and, once it is drawn, builds the session in a thread
    (`Loading`). The build prints nothing and asks nothing;
 3. when the build is done (or failed), the editor gives up its line (`read_while_loading`):
    what was typed is kept, the prompt is erased, and the chat goes on exactly as before this
@@ -114,9 +114,14 @@ class FirstFrame:
 
 
 class Loading(Generic[T]):
-    """`build()` run in a thread, started at once; `result()` waits for it in the caller's
-    thread and returns its value or raises its exception there. `on_settled` callbacks run in
-    the builder's thread when it is done either way."""
+    """`build()` run in a thread; `result()` waits for it in the caller's thread and returns its
+    value or raises its exception there. `on_settled` callbacks run in the builder's thread when
+    it is done either way.
+
+    The thread starts with `start()`: `read_while_loading` calls it once the line editor has
+    drawn its first frame, because a build running during the editor's own start (one GIL)
+    delayed that frame by about as long again; `wait` starts it too, so nothing waits on a
+    build that never began."""
 
     def __init__(self, build: Callable[[], T]) -> None:
         self._build = build
@@ -125,7 +130,14 @@ class Loading(Generic[T]):
         self._error: BaseException | None = None
         self._lock = threading.Lock()
         self._callbacks: list[Callable[[], None]] = []
-        self._thread = threading.Thread(target=self._run, name="session-build", daemon=True)
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        with self._lock:
+            if self._thread is not None:
+                return
+            self._thread = threading.Thread(target=self._run, name="session-build",
+                                            daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
@@ -157,6 +169,7 @@ class Loading(Generic[T]):
         Ctrl-C is raised to the caller."""
         from agent_cli.signals import Terminated
 
+        self.start()
         while True:
             try:
                 self._done.wait()
@@ -214,6 +227,8 @@ class _Exiter:
         loop = asyncio.get_running_loop()
         with self._lock:
             self._app, self._loop = app, loop
+        # Callbacks run once the prompt waits for keys, after its first frame was drawn.
+        loop.call_soon(self.loading.start)
         if self.loading.settled:  # done before this prompt started: end it at its first step
             loop.call_soon(self._exit, app)
 
