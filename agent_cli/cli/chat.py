@@ -211,7 +211,8 @@ def _open_behind_prompt(common: Common, term: Terminal, signals: TerminationSign
                 break  # the build is done (or failed) before anything was sent
             if wait_with_status(loading, frame):
                 break
-            text, first.sent = first.sent or "", None  # Ctrl-C while waiting: back to the prompt
+            # Ctrl-C while waiting: nothing was sent; the line goes back into the prompt.
+            text, first.sent = first.sent or "", None
         opened = loading.result()
     except BaseException:
         frame.erase()

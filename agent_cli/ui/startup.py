@@ -38,6 +38,8 @@ T = TypeVar("T")
 
 LOADING_STATUS = "loading tools…"
 """Shown under a line sent before the session was ready, while it waits."""
+NOT_SENT = "Not sent: the line is back at the prompt."
+"""Shown after Ctrl-C while a line waited for the session."""
 
 
 class FirstFrame:
@@ -294,12 +296,14 @@ def wait_with_status(loading: Loading[Any], frame: FirstFrame) -> bool:
     if loading.settled:
         return True
     out = sys.stdout
-    out.write(f"\x1b[2m{LOADING_STATUS}\x1b[0m\n")
-    out.flush()
-    frame.cooked()
+    frame.cooked()  # first, so a Ctrl-C pressed once the status shows is a signal
     try:
+        out.write(f"\x1b[2m{LOADING_STATUS}\x1b[0m\n")
+        out.flush()
         loading.wait()
     except KeyboardInterrupt:
+        out.write(f"\n\x1b[2m{NOT_SENT}\x1b[0m\n")
+        out.flush()
         return False
     finally:
         frame.raw_again()

@@ -302,3 +302,20 @@ def test_a_session_that_cannot_be_built_ends_as_before(spawn: Any, tmp_path: Pat
     assert child.exitstatus == piped.returncode
     assert "max_turns" in shown and "Traceback" not in shown
     assert sessions() == []
+
+
+def test_ctrl_c_while_a_sent_line_waits_takes_it_back(spawn: Any, gate: Gate) -> None:
+    child = spawn([scripts.text("NEVER")], "--tools-dir", str(gate.tools))
+    child.expect(PROMPT)
+    gate.reached()
+    child.send(b"second thoughts\r")
+    child.expect(LOADING)
+    child.send(b"\x03")
+    child.expect(re.escape(b"Not sent: the line is back at the prompt."))
+    child.expect(PROMPT + b" second thoughts")  # still loading: the line is in the prompt again
+    gate.release()
+    child.expect(BANNER)
+    child.expect(PROMPT + b" second thoughts")
+    child.send(b"\x15")
+    assert finish(child) == 0
+    assert of_type("user_message") == [] and of_type("model_reply") == []
