@@ -196,6 +196,7 @@ def _open_behind_prompt(common: Common, term: Terminal, signals: TerminationSign
 
     message = f"read-only {PROMPT}" if common.read_only else PROMPT
     frame = FirstFrame.draw(message)
+    loading: Any = None
     try:
         from agent_cli.ui.history import DeferredHistory
         from agent_cli.ui.line_editor import prompt_session
@@ -216,6 +217,9 @@ def _open_behind_prompt(common: Common, term: Terminal, signals: TerminationSign
         opened = loading.result()
     except BaseException:
         frame.erase()
+        built = loading.value_if_done() if loading is not None else None
+        if built is not None and built.session.mcp is not None:
+            built.session.mcp.close()  # the prompt failed, not the build: no server left behind
         raise
     finally:
         frame.restore()

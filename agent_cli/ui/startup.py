@@ -179,6 +179,10 @@ class Loading(Generic[T]):
             except Terminated:
                 continue
 
+    def value_if_done(self) -> T | None:
+        """The build's value when it finished without an error, else None (never waits)."""
+        return self._value if self._done.is_set() and self._error is None else None
+
     def result(self) -> T:
         self.wait()
         if self._error is not None:
