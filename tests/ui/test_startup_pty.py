@@ -319,3 +319,22 @@ def test_ctrl_c_while_a_sent_line_waits_takes_it_back(spawn: Any, gate: Gate) ->
     child.send(b"\x15")
     assert finish(child) == 0
     assert of_type("user_message") == [] and of_type("model_reply") == []
+
+
+def test_sigterm_while_loading_still_closes_the_session(spawn: Any, gate: Gate) -> None:
+    import signal
+
+    child = spawn([scripts.text("NEVER")], "--tools-dir", str(gate.tools))
+    child.expect(PROMPT)
+    gate.reached()
+    child.expect(EDITOR_LIVE)
+    os.kill(child.pid, signal.SIGTERM)
+    child.expect(LOADING)  # it waits for the session, to close it properly
+    gate.release()
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 143
+    log = events()
+    assert log[0]["type"] == "session_start"
+    assert log[-1]["type"] == "session_end" and log[-1]["reason"] == "signal SIGTERM"
+    assert of_type("user_message") == []
