@@ -5,15 +5,20 @@
 1. `agent-cli --help` wall time (the console script of this Python's environment, or
    `python -m agent_cli` when there is none): median, min, max of N runs.
 2. `agent-cli chat --script examples/demo_script.json` in a pseudo-terminal: wall time from
-   spawning to the prompt character appearing (then Ctrl-D), N runs.
+   spawning to the prompt character appearing (then Ctrl-D), N runs. Also, from the same runs:
+   when the line editor was live (prompt-toolkit switched bracketed paste on) and when the
+   session was ready (its banner printed). Since the prompt is drawn before the session is built
+   (ui/startup.py), these three differ; before, they came together.
 3. Which heavy modules `import agent_cli.cli.app` pulls in (anthropic and mcp must not be among
    them).
 4. With --profile: `python -X importtime` of both paths, the biggest imports by cumulative time.
 
 The prompt runs are interleaved with `python -c pass` (the floor: starting the interpreter), and
-the ratio to it is printed. Goals (issue 21): --help under 0.08 s, prompt under 0.25 s and at
-most 15x `python -c pass`. Figures only; nothing is asserted (the tests
-assert behaviour). Standard library only; Unix (it needs a pty).
+the ratio to it is printed. `--before TREE` runs the chat of another checkout (TREE on
+PYTHONPATH, the same interpreter and packages) in the same rounds, for a before/after. Goals
+(issue 21): --help under 0.08 s, prompt under 0.25 s and at most 15x `python -c pass`. Figures
+only; nothing is asserted (the tests assert behaviour). Standard library only; Unix (it needs
+a pty).
 """
 
 from __future__ import annotations
@@ -30,12 +35,17 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 SCRIPT = REPO / "examples" / "demo_script.json"
 DEMO_WORKSPACE = REPO / "examples" / "demo-workspace"
 PROMPT = "›".encode()
+EDITOR_LIVE = b"\x1b[?2004h"
+"""prompt-toolkit turns bracketed paste on when its prompt starts: the line editor is live."""
+READY = b"Ctrl-D to leave."
+"""The end of the banner, printed once the session is built and started."""
 GOAL_HELP_S = 0.08
 GOAL_PROMPT_S = 0.25
 GOAL_PROMPT_RATIO = 15.0
@@ -109,10 +119,21 @@ def chat_argv(workspace: Path, *python_flags: str) -> list[str]:
             "--workspace", str(workspace)]
 
 
+@dataclass
+class PromptTimes:
+    prompt: float
+    """Seconds from fork to the prompt character on screen."""
+    cpu: float
+    """CPU seconds the child had used by then."""
+    editor: float
+    """Seconds to the line editor being live (bracketed paste on)."""
+    ready: float
+    """Seconds to the session's banner."""
+
+
 def time_prompt_once(workspace: Path, env: dict[str, str], stderr_file: Path | None = None,
-                     *python_flags: str) -> tuple[float, float]:
-    """Fork a chat in a pty: (seconds from fork to the prompt character on screen, CPU seconds
-    the child had used by then)."""
+                     *python_flags: str) -> PromptTimes:
+    """Fork a chat in a pty and wait for its prompt, its live line editor and its banner."""
     argv = chat_argv(workspace, *python_flags)
     t0 = time.perf_counter()
     pid, fd = pty.fork()
@@ -126,11 +147,11 @@ def time_prompt_once(workspace: Path, env: dict[str, str], stderr_file: Path | N
         finally:
             os._exit(127)
     seen = b""
-    elapsed = float("nan")
+    marks: dict[bytes, float] = {}
     cpu_at_prompt: float | None = None
     deadline = t0 + 30
     try:
-        while time.perf_counter() < deadline:
+        while time.perf_counter() < deadline and len(marks) < 3:
             ready, _, _ = select.select([fd], [], [], 0.5)
             if not ready:
                 continue
@@ -141,12 +162,22 @@ def time_prompt_once(workspace: Path, env: dict[str, str], stderr_file: Path | N
             if not data:
                 break
             seen += data
-            if PROMPT in seen:
-                elapsed = time.perf_counter() - t0
-                cpu_at_prompt = proc_cpu(pid)
-                break
-        os.write(fd, b"\x04")
+            now = time.perf_counter() - t0
+            for mark in (PROMPT, EDITOR_LIVE, READY):
+                if mark not in marks and mark in seen:
+                    marks[mark] = now
+                    if mark == PROMPT:
+                        cpu_at_prompt = proc_cpu(pid)
         end = time.perf_counter() + 10
+        if READY in marks:  # the editor's own prompt after the banner, so Ctrl-D lands there
+            while PROMPT not in seen.rsplit(READY, 1)[1] and time.perf_counter() < end:
+                ready, _, _ = select.select([fd], [], [], 0.2)
+                if ready:
+                    try:
+                        seen += os.read(fd, 65536)
+                    except OSError:
+                        break
+        os.write(fd, b"\x04")
         while time.perf_counter() < end:  # let it exit on its own (it writes its log)
             ready, _, _ = select.select([fd], [], [], 0.2)
             if ready:
@@ -161,12 +192,12 @@ def time_prompt_once(workspace: Path, env: dict[str, str], stderr_file: Path | N
             os.kill(pid, signal.SIGTERM)
             _, _, usage = os.wait4(pid, 0)
         os.close(fd)
-    if elapsed != elapsed:  # NaN: never saw the prompt
+    if len(marks) < 3:
         tail = seen[-400:].decode("utf-8", "replace")
-        raise SystemExit(f"the chat never showed its prompt; last output:\n{tail}")
+        raise SystemExit(f"the chat never showed its prompt and banner; last output:\n{tail}")
     if cpu_at_prompt is None:  # no /proc: the CPU time of the whole run, exit included
         cpu_at_prompt = usage.ru_utime + usage.ru_stime
-    return elapsed, cpu_at_prompt
+    return PromptTimes(marks[PROMPT], cpu_at_prompt, marks[EDITOR_LIVE], marks[READY])
 
 
 def proc_cpu(pid: int) -> float | None:
@@ -209,6 +240,9 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--profile", action="store_true",
                         help="also show python -X importtime for --help and for the chat start")
+    parser.add_argument("--before", metavar="TREE",
+                        help="another checkout (e.g. `git archive main | tar -x -C TREE`) whose "
+                        "chat is measured in the same rounds")
     parser.add_argument("--no-bytecode", action="store_true",
                         help="write no .pyc files (PYTHONDONTWRITEBYTECODE=1); modules that "
                         "have none are compiled on every start")
@@ -225,20 +259,37 @@ def main() -> int:
               f"{' '.join(help_command())}")
         helps = time_help(args.runs, env)
         print(summary("agent-cli --help", helps, GOAL_HELP_S))
+        before_env = dict(env, PYTHONPATH=str(Path(args.before).resolve())) if args.before \
+            else None
         time_prompt_once(workspace, env)  # warm-up (bytecode caches, file cache)
-        prompts: list[tuple[float, float]] = []
+        if before_env is not None:
+            time_prompt_once(workspace, before_env)
+        runs: dict[str, list[PromptTimes]] = {"after": [], "before": []}
         floors: list[tuple[float, float]] = []
         for _ in range(args.runs):  # interleaved with the floor, so load hits both alike
-            prompts.append(time_prompt_once(workspace, env))
+            runs["after"].append(time_prompt_once(workspace, env))
             floors.append(time_pass(env))
+            if before_env is not None:
+                runs["before"].append(time_prompt_once(workspace, before_env))
         print(summary("python -c pass (floor)", floors))
-        print(summary("chat: spawn to prompt (pty)", prompts, GOAL_PROMPT_S))
-        wall_ratio = (statistics.median(w for w, _ in prompts)
-                      / statistics.median(w for w, _ in floors))
-        cpu_ratio = (statistics.median(c for _, c in prompts)
-                     / statistics.median(c for _, c in floors))
-        print(f"prompt / python -c pass: {wall_ratio:.1f}x wall, {cpu_ratio:.1f}x CPU; goal <= "
-              f"{GOAL_PROMPT_RATIO:.0f}x: {'met' if wall_ratio <= GOAL_PROMPT_RATIO else 'MISSED'}")
+        floor_wall = statistics.median(w for w, _ in floors)
+        floor_cpu = statistics.median(c for _, c in floors)
+        for name, times in runs.items():
+            if not times:
+                continue
+            label = f"chat{' (' + name + ')' if before_env is not None else ''}"
+            prompts = [(t.prompt, t.cpu) for t in times]
+            print(summary(f"{label}: spawn to prompt (pty)", prompts, GOAL_PROMPT_S))
+            editor = statistics.median(t.editor for t in times)
+            ready = statistics.median(t.ready for t in times)
+            print(f"{'':<30} line editor live: median {editor * 1000:6.1f} ms; session ready "
+                  f"(banner): median {ready * 1000:6.1f} ms")
+            wall_ratio = statistics.median(t.prompt for t in times) / floor_wall
+            cpu_ratio = statistics.median(t.cpu for t in times) / floor_cpu
+            print(f"{'':<30} prompt / python -c pass: {wall_ratio:.1f}x wall, {cpu_ratio:.1f}x "
+                  f"CPU; goal <= {GOAL_PROMPT_RATIO:.0f}x: "
+                  f"{'met' if wall_ratio <= GOAL_PROMPT_RATIO else 'MISSED'}; editor live "
+                  f"{editor / floor_wall:.1f}x, ready {ready / floor_wall:.1f}x")
         heavy = heavy_modules(env)
         print(f"after `import agent_cli.cli.app`: anthropic loaded: {'anthropic' in heavy}; "
               f"mcp loaded: {'mcp' in heavy}; heavy modules present: {' '.join(heavy) or 'none'}")

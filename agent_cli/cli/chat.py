@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
@@ -23,7 +24,13 @@ from agent_cli.cli.help import PlainCommand
 
 if TYPE_CHECKING:
     from rich.console import Console
+    from rich.text import Text
 
+    from agent_cli.session import Session
+    from agent_cli.signals import TerminationSignals
+    from agent_cli.ui.keys import EscWatcher
+    from agent_cli.ui.startup import FirstInput
+    from agent_cli.ui.status import TerminalView
     from agent_cli.ui.terminal import Terminal
 
 
@@ -53,29 +60,48 @@ def chat(
         "--instructions", metavar="FILE", help=INSTRUCTIONS_HELP)] = None,
 ) -> None:
     """Chat with the model in a REPL; write calls ask for your yes, one by one."""
-    from rich.console import Console
-
-    from agent_cli.config import home
-    from agent_cli.ui.render import Renderer
-    from agent_cli.ui.repl import as_shown, make_prompt, prompt_text, run_repl
-    from agent_cli.ui.status import TerminalView
+    from agent_cli.signals import Terminated, TerminationSignals
     from agent_cli.ui.terminal import Terminal
 
-    console = Console(highlight=False)
     term = Terminal.detect()
-    if demo:
-        _demo_setup(common, console)
-    history, continues, notes, said = _resumed_history(common, resume, continue_, console, term)
-    keys = term.keys()
-    approver = term.approver(console, keys)
-    from agent_cli.signals import EndingApprover, Terminated, TerminationSignals
-
     signals = TerminationSignals(take_interrupt=term.interactive)
-    markdown = not plain and common.settings().render != "plain"
-    view = TerminalView(Renderer(console), console, markdown=markdown, spinner=markdown)
-    session = open_session(common, approver=EndingApprover(approver, signals), sinks=[view],
-                           history=history, continues=continues)
-    if term.interactive:
+    first: FirstInput | None = None
+    ps: Any = None
+    if _prompt_first(term, resume, continue_):
+        # On a terminal the prompt is drawn first and the session built behind it
+        # (ui/startup.py); a resumed chat shows its recap and may ask which log first.
+        if demo:
+            _demo_prepare(common)
+        common.workspace_dir()  # a wrong --workspace is a usage error before anything is drawn
+        with signals:
+            opened, ps, first = _open_behind_prompt(common, term, signals, plain)
+        console = opened.console
+        notes: list[str] = []
+        said: list[Any] = [_demo_lines(common)] if demo else []
+    else:
+        from rich.console import Console
+
+        console = Console(highlight=False)
+        if demo:
+            _demo_setup(common, console)
+        history, continues, notes, said = _resumed_history(common, resume, continue_, console,
+                                                           term)
+        opened = _open(common, term, signals, plain, console, history, continues)
+    session = opened.session
+    from agent_cli.ui.repl import as_shown, make_prompt, prompt_text, run_repl
+
+    if ps is not None:
+        def prompt_read() -> str:
+            sent, eof, text = first.take() if first is not None else (None, False, "")
+            if sent is not None:
+                return sent
+            if eof:
+                raise EOFError
+            line: str = ps.prompt(prompt_text(session), default=text)
+            return line
+    elif term.interactive:
+        from agent_cli.config import home
+
         prompt_read = make_prompt(home() / "history", session.log.redactor,
                                   lambda: prompt_text(session))
     else:
@@ -94,6 +120,7 @@ def chat(
         except Terminated:
             raise EOFError from None
 
+    view = opened.view
     with signals:
         try:
             session.start()
@@ -107,7 +134,7 @@ def chat(
                 session.emit(Notice(message=note, kind="resume"))
             for thing in said:
                 console.print(as_shown(thing))
-            run_repl(session, console, read, keys=keys, view=view)
+            run_repl(session, console, read, keys=opened.keys, view=view)
         except Terminated:
             pass  # between the steps that handle it: the session still closes below
         finally:
@@ -117,12 +144,95 @@ def chat(
         raise typer.Exit(signals.exit_code)
 
 
-def _demo_setup(common: Common, console: Console) -> None:
-    """--demo: the shipped demo script on the scripted provider, in a fresh workspace copy."""
-    from rich.text import Text
+@dataclass
+class _Opened:
+    """A session and the terminal parts built with it."""
 
+    console: Console
+    keys: EscWatcher | None
+    view: TerminalView
+    session: Session
+
+
+def _open(common: Common, term: Terminal, signals: TerminationSignals, plain: bool,
+          console: Console | None = None, history: list[dict[str, Any]] | None = None,
+          continues: str | None = None) -> _Opened:
+    """The session with its console, Esc watcher, approver and view. Prints nothing and asks
+    nothing, so it can run behind the first prompt (ui/startup.py)."""
+    from rich.console import Console
+
+    from agent_cli.signals import EndingApprover
+    from agent_cli.ui.render import Renderer
+    from agent_cli.ui.status import TerminalView
+
+    if console is None:
+        console = Console(highlight=False)
+    keys = term.keys()
+    approver = term.approver(console, keys)
+    markdown = not plain and common.settings().render != "plain"
+    view = TerminalView(Renderer(console), console, markdown=markdown, spinner=markdown)
+    session = open_session(common, approver=EndingApprover(approver, signals), sinks=[view],
+                           history=history, continues=continues)
+    return _Opened(console, keys, view, session)
+
+
+def _prompt_first(term: Terminal, resume: str | None, continue_: bool) -> bool:
+    """Draw the prompt before the session is built: a person at a terminal, in and out, and
+    nothing to show or ask before the first prompt (a resumed chat prints its recap first)."""
+    if not term.interactive or resume is not None or continue_:
+        return False
+    try:
+        return sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _open_behind_prompt(common: Common, term: Terminal, signals: TerminationSignals,
+                        plain: bool) -> tuple[_Opened, Any, FirstInput]:
+    """Draw the prompt, build the session in a thread while it is shown, and return both with
+    whatever the person typed, sent or pressed meanwhile (ui/startup.py)."""
+    from agent_cli.ui.line_editor import PROMPT
+    from agent_cli.ui.startup import FirstFrame
+
+    message = f"read-only {PROMPT}" if common.read_only else PROMPT
+    frame = FirstFrame.draw(message)
+    loading: Any = None
+    try:
+        from agent_cli.ui.history import DeferredHistory
+        from agent_cli.ui.line_editor import prompt_session
+        from agent_cli.ui.startup import Loading, read_while_loading, wait_with_status
+
+        history = DeferredHistory()
+        ps = prompt_session(history)
+        loading = Loading(lambda: _open(common, term, signals, plain))
+        text = ""
+        while True:
+            first = read_while_loading(ps, loading, message, frame, text)
+            if first.sent is None and not first.eof:
+                break  # the build is done (or failed) before anything was sent
+            if wait_with_status(loading, frame):
+                break
+            # Ctrl-C while waiting: nothing was sent; the line goes back into the prompt.
+            text, first.sent = first.sent or "", None
+        opened = loading.result()
+    except BaseException:
+        frame.erase()
+        built = loading.value_if_done() if loading is not None else None
+        if built is not None and built.session.mcp is not None:
+            built.session.mcp.close()  # the prompt failed, not the build: no server left behind
+        raise
+    finally:
+        frame.restore()
+    from agent_cli.config import home
+    from agent_cli.ui.repl import open_history
+
+    history.attach(open_history(home() / "history", opened.session.log.redactor))
+    return opened, ps, first
+
+
+def _demo_prepare(common: Common) -> None:
+    """--demo: the shipped demo script on the scripted provider, in a fresh workspace copy."""
     from agent_cli import demo
-    from agent_cli.ui.safe_rich import safe
 
     if common.provider not in (None, "scripted") or common.script is not None:
         raise fail("--demo brings its own scripted model; leave out --provider and --script.",
@@ -131,9 +241,24 @@ def _demo_setup(common: Common, console: Console) -> None:
     common.script = demo.demo_script()
     if common.workspace is None:
         common.workspace = demo.fresh_workspace()
-    console.print(Text("Demo: a scripted model (no key, no network), workspace ", style="dim")
-                  + safe(str(common.workspace), "dim"))
-    console.print(Text("Type this request: ", style="dim") + safe(demo.REQUEST, "bold"))
+
+
+def _demo_lines(common: Common) -> Text:
+    """What --demo says before the chat: where it runs and what to type."""
+    from rich.text import Text
+
+    from agent_cli import demo
+    from agent_cli.ui.safe_rich import safe
+
+    return Text("\n").join([
+        Text("Demo: a scripted model (no key, no network), workspace ", style="dim")
+        + safe(str(common.workspace), "dim"),
+        Text("Type this request: ", style="dim") + safe(demo.REQUEST, "bold")])
+
+
+def _demo_setup(common: Common, console: Console) -> None:
+    _demo_prepare(common)
+    console.print(_demo_lines(common))
 
 
 def _resumed_history(common: Common, resume: str | None, continue_: bool, console: Console,

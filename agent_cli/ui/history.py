@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import datetime
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from prompt_toolkit.history import FileHistory
+from prompt_toolkit.history import FileHistory, History
 
 from agent_cli.private_files import open_private, private_dir, tighten_file
 
@@ -67,3 +68,34 @@ class RedactedFileHistory(FileHistory):
         fd = open_private(self.path, os.O_WRONLY | os.O_APPEND)
         with os.fdopen(fd, "ab") as f:
             f.write(_entry(self.redactor.text(string)))
+
+
+class DeferredHistory(History):
+    """The REPL's history while the session is still being built (ui/startup.py): lines sent
+    then are kept in memory, and written (redacted) once `attach` gives the file, whose path and
+    redactor come from the settings. Up and Down show the file's entries from then on."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._file: History | None = None
+        self._pending: list[str] = []
+
+    def attach(self, file: History) -> None:
+        """From now on entries go to `file`; those sent before are written to it now (oldest
+        first), and its own entries follow them in Up-arrow order."""
+        self._file = file
+        older = list(file.load_history_strings())
+        self._loaded_strings = [*self._loaded_strings, *older]
+        self._loaded = True
+        pending, self._pending = self._pending, []
+        for text in pending:
+            file.store_string(text)
+
+    def load_history_strings(self) -> Iterable[str]:
+        return list(self._file.load_history_strings()) if self._file is not None else []
+
+    def store_string(self, string: str) -> None:
+        if self._file is None:
+            self._pending.append(string)
+        else:
+            self._file.store_string(string)

@@ -21,6 +21,7 @@ from agent_cli import events as ev
 from agent_cli.errors import AgentError
 from agent_cli.safe_text import one_line
 from agent_cli.tools.scope import ScopedRegistry
+from agent_cli.ui.line_editor import PROMPT, prompt_session
 from agent_cli.ui.safe_rich import safe, safe_line
 
 if TYPE_CHECKING:
@@ -29,8 +30,6 @@ if TYPE_CHECKING:
     from agent_cli.session import Session
     from agent_cli.ui.keys import EscWatcher
     from agent_cli.ui.status import TerminalView
-
-PROMPT = "› "
 
 KEYS = """\
 Type a message and press Enter to send it.
@@ -310,21 +309,7 @@ def make_prompt(history_file: Path, redactor: Any = None,
                 prompt: Callable[[], str] | None = None) -> Callable[[], str]:
     """The real line editor: persistent history, Enter sends, Alt-Enter / Esc Enter / Ctrl-J add
     a newline. prompt-toolkit is imported here so `agent-cli --help` never pays for it."""
-    from prompt_toolkit import PromptSession
-    from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
-
-    kb = KeyBindings()
-
-    @kb.add("escape", "enter")
-    @kb.add("escape", "c-j")
-    @kb.add("c-j")
-    def _newline(event: KeyPressEvent) -> None:
-        event.current_buffer.insert_text("\n")
-
-    ps: PromptSession[str] = PromptSession(history=open_history(history_file, redactor),
-                                           key_bindings=kb,
-                                           multiline=False,
-                                           prompt_continuation=lambda width, n, soft: "… ")
+    ps = prompt_session(open_history(history_file, redactor))
     return lambda: ps.prompt(prompt() if prompt is not None else PROMPT)
 
 

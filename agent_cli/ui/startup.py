@@ -1,0 +1,314 @@
+"""The REPL's start: the prompt is on screen before the session behind it exists.
+
+Building a session (settings, the event models, Rich, the tools and their plugins, MCP servers,
+the log) costs several times what drawing a prompt does. So `agent-cli chat` on a terminal:
+
+1. draws the prompt at once (`FirstFrame`: the terminal in raw mode, the prompt's characters
+   written; nothing but the standard library is imported for it). Keys typed from then on wait
+   in the terminal, byte for byte, for the line editor: nothing is echoed twice or lost, and
+   Ctrl-C and Ctrl-D are keys for that prompt, as at any other;
+2. starts the line editor on that prompt and, once it is drawn, builds the session in a thread
+   (`Loading`). The build prints nothing and asks nothing;
+3. when the build is done (or failed), the editor gives up its line (`read_while_loading`):
+   what was typed is kept, the prompt is erased, and the chat goes on exactly as before this
+   module existed, in the main thread: session_start is logged, notices and the banner are
+   printed, questions (a changed project instruction file) are asked, and then the prompt comes
+   back with the text typed so far. A line sent (Enter) or Ctrl-D pressed before the session is
+   ready waits for it, with a "loading tools…" status, and is then handled once, like any.
+
+A build that fails raises its error in the main thread (`Loading.result`), so it becomes the same
+sentence and exit code as before. Nothing here imports Rich.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+if TYPE_CHECKING:
+    from prompt_toolkit import PromptSession
+    from prompt_toolkit.application import Application
+
+T = TypeVar("T")
+
+LOADING_STATUS = "loading tools…"
+"""Shown under a line sent before the session was ready, while it waits."""
+NOT_SENT = "Not sent: the line is back at the prompt."
+"""Shown after Ctrl-C while a line waited for the session."""
+
+
+class FirstFrame:
+    """The prompt drawn before the line editor is loaded. The terminal goes into raw mode (as
+    the editor would put it), so keys typed now are held unechoed and unchanged (Ctrl-C and
+    Ctrl-D as the bytes the editor reads, not a signal or an end of file) until the editor
+    reads them. `restore` puts the terminal back as it was."""
+
+    def __init__(self, fd: int, saved: list[Any] | None) -> None:
+        self.fd = fd
+        self._saved = saved
+        self.on_screen = True
+        """The prompt's characters are on screen and no editor has drawn over them yet."""
+
+    @classmethod
+    def draw(cls, prompt: str) -> FirstFrame:
+        fd = sys.stdin.fileno()
+        saved: list[Any] | None = None
+        try:
+            import termios
+
+            saved = termios.tcgetattr(fd)
+            raw = termios.tcgetattr(fd)
+            raw[0] &= ~(termios.IXON | termios.IXOFF | termios.ICRNL | termios.INLCR
+                        | termios.IGNCR)
+            raw[3] &= ~(termios.ECHO | termios.ICANON | termios.IEXTEN | termios.ISIG)
+            raw[6][termios.VMIN] = 1
+            raw[6][termios.VTIME] = 0
+            termios.tcsetattr(fd, termios.TCSANOW, raw)
+        except (ImportError, OSError, ValueError):  # termios.error is an OSError
+            saved = None
+        sys.stdout.flush()
+        os.write(sys.stdout.fileno(), prompt.encode())
+        return cls(fd, saved)
+
+    def hand_over(self) -> None:
+        """The line editor draws its prompt next, from the start of this line."""
+        if self.on_screen:
+            os.write(sys.stdout.fileno(), b"\r")
+            self.on_screen = False
+
+    def erase(self) -> None:
+        """Take the prompt's characters off the screen (an error is printed instead)."""
+        if self.on_screen:
+            os.write(sys.stdout.fileno(), b"\r\x1b[K")
+            self.on_screen = False
+
+    def cooked(self) -> None:
+        """The terminal as it was (line editing, echo, Ctrl-C a signal) for a while; the raw
+        mode comes back with `raw_again`."""
+        if self._saved is not None:
+            import termios
+
+            with contextlib.suppress(OSError):
+                self._raw = termios.tcgetattr(self.fd)
+            self._set(self._saved)
+
+    def raw_again(self) -> None:
+        raw = getattr(self, "_raw", None)
+        if raw is not None and self._saved is not None:
+            self._set(raw)
+
+    def restore(self) -> None:
+        """The terminal as it was before `draw`."""
+        if self._saved is not None:
+            self._set(self._saved)
+            self._saved = None
+
+    def _set(self, attrs: list[Any]) -> None:
+        import termios
+
+        with contextlib.suppress(OSError):
+            termios.tcsetattr(self.fd, termios.TCSANOW, attrs)
+
+
+class Loading(Generic[T]):
+    """`build()` run in a thread; `result()` waits for it in the caller's thread and returns its
+    value or raises its exception there. `on_settled` callbacks run in the builder's thread when
+    it is done either way.
+
+    The thread starts with `start()`: `read_while_loading` calls it once the line editor has
+    drawn its first frame, because a build running during the editor's own start (one GIL)
+    delayed that frame by about as long again; `wait` starts it too, so nothing waits on a
+    build that never began."""
+
+    def __init__(self, build: Callable[[], T]) -> None:
+        self._build = build
+        self._done = threading.Event()
+        self._value: T | None = None
+        self._error: BaseException | None = None
+        self._lock = threading.Lock()
+        self._callbacks: list[Callable[[], None]] = []
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        with self._lock:
+            if self._thread is not None:
+                return
+            self._thread = threading.Thread(target=self._run, name="session-build",
+                                            daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._value = self._build()
+        except BaseException as e:  # handed to the main thread, raised there
+            self._error = e
+        with self._lock:
+            self._done.set()
+            callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            callback()
+
+    @property
+    def settled(self) -> bool:
+        return self._done.is_set()
+
+    def on_settled(self, callback: Callable[[], None]) -> None:
+        """Run `callback` once the build is done (at once, here, if it already is)."""
+        with self._lock:
+            if not self._done.is_set():
+                self._callbacks.append(callback)
+                return
+        callback()
+
+    def wait(self) -> None:
+        """Until the build is done. A SIGTERM/SIGHUP (`Terminated`) while waiting is noted by
+        its handler and the wait goes on: the session is still closed and logged properly.
+        Ctrl-C is raised to the caller."""
+        from agent_cli.signals import Terminated
+
+        self.start()
+        while True:
+            try:
+                self._done.wait()
+                return
+            except Terminated:
+                continue
+
+    def value_if_done(self) -> T | None:
+        """The build's value when it finished without an error, else None (never waits)."""
+        return self._value if self._done.is_set() and self._error is None else None
+
+    def result(self) -> T:
+        self.wait()
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
+        assert self._value is not None
+        return self._value
+
+
+@dataclass
+class FirstInput:
+    """What the person did at the prompt while the session was being built."""
+
+    text: str = ""
+    """What was typed and not yet sent (it goes back into the prompt)."""
+    sent: str | None = None
+    """A line sent with Enter (it is the first message, sent once)."""
+    eof: bool = False
+    """Ctrl-D (or SIGTERM/SIGHUP) at the prompt: the chat ends once the session is ready."""
+
+    def take(self) -> tuple[str | None, bool, str]:
+        """(the line sent, EOF, the text typed), each handed out once."""
+        sent, eof, text = self.sent, self.eof, self.text
+        self.sent, self.eof, self.text = None, False, ""
+        return sent, eof, text
+
+
+class _Ready:
+    """The result a loading prompt gives when the build was done before anything was sent."""
+
+
+READY = _Ready()
+
+
+class _Exiter:
+    """Ends the running loading prompt from the builder's thread once the build is done."""
+
+    def __init__(self, loading: Loading[Any]) -> None:
+        self.loading = loading
+        self._lock = threading.Lock()
+        self._app: Application[Any] | None = None
+        self._loop: Any = None
+
+    def pre_run(self, app: Application[Any]) -> None:
+        """In the prompt's own loop, before its first frame: from here on it can be ended."""
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            self._app, self._loop = app, loop
+        # Callbacks run once the prompt waits for keys, after its first frame was drawn.
+        loop.call_soon(self.loading.start)
+        if self.loading.settled:  # done before this prompt started: end it at its first step
+            loop.call_soon(self._exit, app)
+
+    def finished(self) -> None:
+        with self._lock:
+            self._app, self._loop = None, None
+
+    def settled(self) -> None:
+        """The builder's callback."""
+        with self._lock:
+            app, loop = self._app, self._loop
+        if app is not None and loop is not None:
+            # (a RuntimeError: the loop closed meanwhile, so the prompt is over anyway)
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(self._exit, app)
+
+    @staticmethod
+    def _exit(app: Application[Any]) -> None:
+        future = getattr(app, "future", None)
+        if app.is_running and future is not None and not future.done():
+            app.erase_when_done = True  # the line is drawn again, with its text, afterwards
+            app.exit(result=READY)
+
+
+def read_while_loading(ps: PromptSession[Any], loading: Loading[Any], message: str,
+                       frame: FirstFrame, text: str = "") -> FirstInput:
+    """Prompt on `frame`'s line (with `text` already typed) until the build is done or the
+    person sends a line or leaves. Ctrl-C clears the line and prompts again, as at the REPL's
+    prompt."""
+    from agent_cli.signals import Terminated
+
+    exiter = _Exiter(loading)
+    loading.on_settled(exiter.settled)
+    try:
+        while not loading.settled:
+            frame.hand_over()
+            try:
+                line = ps.prompt(message, default=text,
+                                 pre_run=lambda: exiter.pre_run(ps.app))
+            except Terminated:
+                return FirstInput(eof=True)
+            except KeyboardInterrupt:
+                text = ""
+                continue
+            except EOFError:
+                return FirstInput(eof=True)
+            finally:
+                exiter.finished()
+                ps.app.erase_when_done = False
+            if isinstance(line, _Ready):
+                return FirstInput(text=ps.default_buffer.text)
+            return FirstInput(sent=line)
+        return FirstInput(text=text)
+    finally:
+        if frame.on_screen:
+            frame.erase()
+
+
+def wait_with_status(loading: Loading[Any], frame: FirstFrame) -> bool:
+    """After a line was sent (or Ctrl-D) before the session is ready: say so, and wait. The
+    terminal is back in its normal mode meanwhile, so Ctrl-C interrupts the wait: False then
+    (the line was not sent)."""
+    if loading.settled:
+        return True
+    out = sys.stdout
+    frame.cooked()  # first, so a Ctrl-C pressed once the status shows is a signal
+    try:
+        out.write(f"\x1b[2m{LOADING_STATUS}\x1b[0m\n")
+        out.flush()
+        loading.wait()
+    except KeyboardInterrupt:
+        out.write(f"\n\x1b[2m{NOT_SENT}\x1b[0m\n")
+        out.flush()
+        return False
+    finally:
+        frame.raw_again()
+    return True
