@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from agent_cli.session import Session
     from agent_cli.signals import TerminationSignals
     from agent_cli.ui.keys import EscWatcher
-    from agent_cli.ui.startup import FirstInput
+    from agent_cli.ui.startup import FirstFrame, FirstInput
     from agent_cli.ui.status import TerminalView
     from agent_cli.ui.terminal import Terminal
 
@@ -66,6 +66,7 @@ def chat(
     term = Terminal.detect()
     signals = TerminationSignals(take_interrupt=term.interactive)
     first: FirstInput | None = None
+    frame: FirstFrame | None = None
     ps: Any = None
     if _prompt_first(term, resume, continue_):
         # On a terminal the prompt is drawn first and the session built behind it
@@ -74,7 +75,7 @@ def chat(
             _demo_prepare(common)
         common.workspace_dir()  # a wrong --workspace is a usage error before anything is drawn
         with signals:
-            opened, ps, first = _open_behind_prompt(common, term, signals, plain)
+            opened, ps, first, frame = _open_behind_prompt(common, term, signals, plain)
         console = opened.console
         notes: list[str] = []
         said: list[Any] = [_demo_lines(common)] if demo else []
@@ -140,6 +141,8 @@ def chat(
         finally:
             view.stop()
             session.close(signals.reason)
+            if frame is not None:
+                frame.restore()  # the terminal as the chat found it
     if signals.exit_code is not None:
         raise typer.Exit(signals.exit_code)
 
@@ -188,7 +191,7 @@ def _prompt_first(term: Terminal, resume: str | None, continue_: bool) -> bool:
 
 
 def _open_behind_prompt(common: Common, term: Terminal, signals: TerminationSignals,
-                        plain: bool) -> tuple[_Opened, Any, FirstInput]:
+                        plain: bool) -> tuple[_Opened, Any, FirstInput, FirstFrame]:
     """Draw the prompt, build the session in a thread while it is shown, and return both with
     whatever the person typed, sent or pressed meanwhile (ui/startup.py)."""
     from agent_cli.ui.line_editor import PROMPT
@@ -220,14 +223,14 @@ def _open_behind_prompt(common: Common, term: Terminal, signals: TerminationSign
         built = loading.value_if_done() if loading is not None else None
         if built is not None and built.session.mcp is not None:
             built.session.mcp.close()  # the prompt failed, not the build: no server left behind
-        raise
-    finally:
         frame.restore()
+        raise
+    frame.settle()  # chat() restores the terminal fully once the REPL ends
     from agent_cli.config import home
     from agent_cli.ui.repl import open_history
 
     history.attach(open_history(home() / "history", opened.session.log.redactor))
-    return opened, ps, first
+    return opened, ps, first, frame
 
 
 def _demo_prepare(common: Common) -> None:

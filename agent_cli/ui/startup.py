@@ -51,6 +51,7 @@ class FirstFrame:
     def __init__(self, fd: int, saved: list[Any] | None) -> None:
         self.fd = fd
         self._saved = saved
+        self._raw: list[Any] | None = None
         self.on_screen = True
         """The prompt's characters are on screen and no editor has drawn over them yet."""
 
@@ -88,17 +89,36 @@ class FirstFrame:
             self.on_screen = False
 
     def cooked(self) -> None:
-        """The terminal as it was (line editing, echo, Ctrl-C a signal) for a while; the raw
-        mode comes back with `raw_again`."""
+        """The terminal as it was (line editing, echo, Ctrl-C a signal) for a while, but with
+        Enter kept as it is typed (`keep_enter`); the raw mode comes back with `raw_again`."""
         if self._saved is not None:
             import termios
 
             with contextlib.suppress(OSError):
                 self._raw = termios.tcgetattr(self.fd)
-            self._set(self._saved)
+            self._set(self.keep_enter(self._saved))
+
+    def settle(self) -> None:
+        """Out of raw mode for the rest of the chat, as `cooked` does: echo, line editing and
+        Ctrl-C as they were, Enter kept. `restore` (when the chat ends) undoes the rest."""
+        self.cooked()
+        self._raw = None
+
+    @staticmethod
+    def keep_enter(attrs: list[Any]) -> list[Any]:
+        """`attrs` without ICRNL. With it the kernel turns an Enter (CR) into LF as the key
+        arrives, so a line typed ahead while agent-cli is busy outside a prompt (the banner
+        after loading, a "loading tools…" wait) reaches the next prompt as text + Ctrl-J, which
+        the prompt takes as a new line in the message, not as sending it. The prompt itself
+        reads CR either way; nothing else reads the terminal in cooked mode meanwhile."""
+        import termios
+
+        changed = list(attrs)
+        changed[0] = attrs[0] & ~termios.ICRNL
+        return changed
 
     def raw_again(self) -> None:
-        raw = getattr(self, "_raw", None)
+        raw = self._raw
         if raw is not None and self._saved is not None:
             self._set(raw)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import select
 import subprocess
 import sys
 import time
@@ -188,6 +189,42 @@ def test_a_line_sent_while_loading_is_sent_once_when_ready(spawn: Any, gate: Gat
     assert len(of_type("model_reply")) == 1
     history = (Path(os.environ["AGENT_CLI_HOME"]) / "history").read_text(encoding="utf-8")
     assert history.count("+hello there\n") == 1  # and into the history file, once
+
+
+@pytest.mark.parametrize("step", ["settle", "cooked"])
+def test_enter_typed_outside_a_prompt_stays_enter(step: str) -> None:
+    """Out of raw mode (the banner after loading, a "loading tools…" wait) the terminal keeps a
+    typed Enter as CR: with the usual ICRNL the kernel turns it into LF as it arrives, and the
+    next prompt reads text + Ctrl-J, a new line inside the message, instead of sending it (a
+    line typed as the session became ready was left unsent). A real pty: keys written to its
+    master side are read, as the prompt reads them, from its slave side in raw mode."""
+    import termios
+    import tty
+
+    from agent_cli.ui.startup import FirstFrame
+
+    master, slave = os.openpty()
+    try:
+        saved = termios.tcgetattr(slave)
+        assert saved[0] & termios.ICRNL  # a terminal's usual mode turns CR into LF
+        frame = FirstFrame(slave, saved)
+        getattr(frame, step)()
+        assert termios.tcgetattr(slave)[3] & termios.ECHO  # otherwise the mode it had
+        # The kernel takes typed bytes in a moment later; the Ctrl-J after them ends a line in
+        # this (canonical) mode, so once the slave side is readable all of them were taken in.
+        os.write(master, b"typed ahead\r\n")
+        assert select.select([slave], [], [], TIMEOUT)[0], "the keys never arrived"
+        tty.setraw(slave, termios.TCSANOW)  # as prompt-toolkit reads: the bytes as they came
+        got = b""
+        deadline = time.monotonic() + TIMEOUT
+        while len(got) < len(b"typed ahead\r\n") and time.monotonic() < deadline:
+            got += os.read(slave, 64)
+        assert got == b"typed ahead\r\n"
+        frame.restore()
+        assert termios.tcgetattr(slave) == saved
+    finally:
+        os.close(master)
+        os.close(slave)
 
 
 def test_keys_typed_at_the_first_frame_reach_the_prompt(spawn: Any, gate: Gate) -> None:
