@@ -47,37 +47,47 @@ def _simple(value: Any) -> bool:
     return type(value) is str and value.isascii() and value.isalnum()
 
 
-def _floats_as_written(record: dict[str, Any], raw: bytes) -> bool:
-    """Whether every float of the record is a top-level field written as `repr` writes it
-    (`"ts":1796122451.9576025,`), and no float sits deeper. False sends the line to the general
-    check, which encodes it whole.
+def _float_proof(record: dict[str, Any], raw: bytes) -> bytes | None:
+    """How the line's floats are shown to be written as `repr` writes them, or None when they
+    are not (or not cheaply): then the general check encodes the record whole. No float may sit
+    below the top level (`_has_nested_float`).
 
-    The common line (the writer's layout: `{"v":1,"seq":N,"ts":T,` and no other top-level
-    float) is decided by where `ts` stands and one search for a nested float
-    (`_has_nested_float`); any other line by `_top_floats_as_written`, field by field."""
-    ts = record.get("ts")
-    if (type(ts) is float and raw.startswith(b'{"v":1,"seq":')
+    b"" when every top-level float was found written as repr writes it
+    (`_top_floats_as_written`). On the writer's common layout (`{"v":1,"seq":N,"ts":T,...`,
+    with ts the only float) a token instead: `"ts":` and the bytes T, which the caller looks
+    for in the canonical text, followed by `,` or `}` (`_ts_as_written`); repr is not called.
+    The line opens with the keys v and seq and seq's value (an int: verify checked it, and an
+    int token holds no comma), so the first comma after it ends that value and what follows is
+    the next top-level key; T runs to the comma after it (a number holds none). A repeated
+    key is no loophole: it adds a `:`, which the writer-form test that this proof feeds counts.
+    """
+    if _has_nested_float(record):
+        return None
+    if (type(record.get("ts")) is float and raw.startswith(b'{"v":1,"seq":')
             and list(map(type, record.values())).count(float) == 1):
-        # The line opens with the keys v and seq and seq's value (an int: verify checked it,
-        # and an int token holds no comma), so the first comma after it ends that value and
-        # what follows it is the next top-level key. When that is `"ts":` followed by repr's
-        # spelling of ts and a delimiter, the top-level ts is written as repr writes it (a
-        # second top-level `ts`, a repeated key, would add a `:` and fail the writer-form
-        # test that this shortcut feeds).
         at = raw.find(b",", 13)
-        token = b',"ts":%r' % ts
-        end = at + len(token)
-        if not (raw.startswith(token, at) and raw[end:end + 1] in (b",", b"}")):
-            return False
-    elif not _top_floats_as_written(record, raw):
-        return False
-    return not _has_nested_float(record)
+        if raw.startswith(b',"ts":', at):
+            end = raw.find(b",", at + 6)
+            if end > 0:
+                return raw[at + 1:end]
+    return b"" if _top_floats_as_written(record, raw) else None
+
+
+def _ts_as_written(proof: bytes, canonical: bytes) -> bool:
+    """Whether the ts token found by `_float_proof` is repr's spelling of ts. `"ts":T` followed
+    by a delimiter in the canonical text is some key's value whose canonical form is exactly T
+    (`"ts":` cannot stand inside a string there: an unescaped `"` ends one, so the `:` after it
+    follows a key; and the canonical text has no whitespace outside strings). T spells the
+    float ts, so holds `.`, `e` or `E`: that value is a float, and ts is the record's only
+    one. So found means repr(ts) == T. Not found means the line is not the writer's: the
+    writer's line spells ts as repr does, and so does the canonical text."""
+    return proof + b"," in canonical or proof + b"}" in canonical
 
 
 def _top_floats_as_written(record: dict[str, Any], raw: bytes) -> bool:
     """Every top-level float written as `repr` writes it, found with `str.find` where it stands:
     a `"` inside a JSON string is always escaped, so `"name":` is a key (a top-level one, as
-    `_has_nested_float` then proves no nested object holds a float)."""
+    `_has_nested_float` has proved no nested object holds a float)."""
     for name, value in record.items():
         if type(value) is float:
             if not name.isidentifier() or not name.isascii():
@@ -143,7 +153,7 @@ def _writer_length(body: str, claimed: str, mac: str | None) -> int:
 
     Why, for a line that passed the fast path's tests, the length and the count of `:` decide
     the byte check without a second encoding: the line is ASCII with no \\u escape and no DEL,
-    every float in it is written as `repr` writes it (_floats_as_written), and the writer's line
+    every float in it is written as `repr` writes it (_float_proof), and the writer's line
     holds the very tokens of the canonical body plus `hash` and `mac`, in another order of
     fields. Every other way to write the same values is longer (`-0` for 0, `\\/` for /,
     whitespace between tokens) or adds a `:` (a repeated key, whose earlier value the parser
@@ -217,7 +227,7 @@ def verify(path: Path, key: bytes | Literal["auto"] | None = "auto",
     lookahead = REORDER_LOOKAHEAD
     current = LOG_FORMAT_VERSION
     canonical_ascii = _canonical_ascii
-    floats_as_written = _floats_as_written
+    float_proof = _float_proof
     for lineno, rec, raw in with_bytes:
         if isinstance(rec, BadLine):
             if rec.debris or rec.torn:
@@ -239,7 +249,8 @@ def verify(path: Path, key: bytes | Literal["auto"] | None = "auto",
         # (`mac` as the writer writes it: hex, its own JSON encoding between quotes; the line
         # is ASCII, so isalnum means [0-9A-Za-z])
         if (raw.isascii() and b"\\u" not in raw and b"\x7f" not in raw
-                and type(mac) is str and mac.isalnum() and floats_as_written(rec, raw)):
+                and type(mac) is str and mac.isalnum()
+                and (proof := float_proof(rec, raw)) is not None):
             # The common line: one encoding, the canonical body; the byte check follows from
             # it (see _writer_length for why the length then decides).
             mac = rec.pop("mac", None)
@@ -251,9 +262,12 @@ def verify(path: Path, key: bytes | Literal["auto"] | None = "auto",
             except (RecursionError, ValueError):
                 res.fault = f"line {lineno} ({_describe(rec)}): nested too deeply to check"
                 return res
-            computed = sha256(prev_bytes + text.encode("ascii")).hexdigest()
+            body = text.encode("ascii")
+            computed = sha256(prev_bytes + body).hexdigest()
             # _writer_length, inlined: ,"hash":"<hex>" and ,"mac":"<hex>"
-            if mac is None:
+            if proof and not _ts_as_written(proof, body):
+                writer_form = False
+            elif mac is None:
                 writer_form = (len(raw) == len(text) + 10 + len(claimed)
                                and raw.count(b":") == text.count(":") + 1)
             else:
