@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import re
 from pathlib import Path
 from typing import Any
 
@@ -45,8 +46,8 @@ def results_of(path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Any]:
     with monkeypatch.context() as m:
         general_only(m)
         exact = verify(path, key=KEY)
-    as_tuple = (lambda r: (r.fault, r.warnings, r.count, r.head))
-    return as_tuple(fast), as_tuple(exact)
+    return ((fast.fault, fast.warnings, fast.count, fast.head),
+            (exact.fault, exact.warnings, exact.count, exact.head))
 
 
 def build(records: list[dict[str, Any]]) -> list[bytes]:
@@ -115,8 +116,6 @@ def rewrites(line: bytes, rng: random.Random) -> list[bytes]:
     the line's length where it got shorter; whitespace; `\\/`; a repeated key."""
     out = []
     # float tokens as the canonical ASCII encoder writes them: after : , or [, before , ] }
-    import re
-
     for m in re.finditer(rb"(?<=[:,\[])-?\d+(?:\.\d+)?(?:e[-+]\d+)?(?=[,\]}])", line):
         if b"." not in m.group() and b"e" not in m.group():
             continue
@@ -133,10 +132,13 @@ def rewrites(line: bytes, rng: random.Random) -> list[bytes]:
     return [x for x in out if x != line]
 
 
+def _canonical(line: bytes) -> str:
+    return json.dumps(json.loads(line), sort_keys=True, separators=(",", ":"))
+
+
 def same_values(a: bytes, b: bytes) -> bool:
     try:
-        canonical = (lambda x: json.dumps(json.loads(x), sort_keys=True, separators=(",", ":")))
-        return canonical(a) == canonical(b)
+        return _canonical(a) == _canonical(b)
     except ValueError:
         return False
 
@@ -242,4 +244,44 @@ def test_what_verify_writes_out_equals_the_event_models() -> None:
 
     assert verify_module.LOG_FORMAT_VERSION == ev.LOG_FORMAT_VERSION
     union = get_args(ev.Event)[0]
-    assert KNOWN_TYPES == frozenset(m.model_fields["type"].default for m in get_args(union))
+    models = frozenset(m.model_fields["type"].default for m in get_args(union))
+    assert models == KNOWN_TYPES
+
+
+def _signed_line(record: dict[str, Any], prev: str = "") -> bytes:
+    """One record as the writer would write it in this field order, hash and MAC by the public
+    arithmetic."""
+    record = dict(record)
+    record["hash"] = chain_hash(prev, record)
+    record["mac"] = record_mac(KEY, record["hash"])
+    return serialize(record)
+
+
+def test_ts_is_proved_only_where_the_writer_puts_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A record whose ts is not the field after seq (another writer's order: the line is still
+    its own serialize) is checked by name; the key after seq proves nothing. Fails if the
+    shortcut takes whatever follows seq for ts."""
+    ts = 1796132909.0975337
+    line = _signed_line({"v": 1, "seq": 1, "type": "notice", "ts": ts, "kind": "k"})
+    assert verify(write(tmp_path / "ok.jsonl", [line]), key=KEY).fault is None
+    forged = line.replace(repr(ts).encode(), _same_length_ts(ts))
+    assert len(forged) == len(line) and same_values(forged, line)
+    fast, exact = results_of(write(tmp_path / "l.jsonl", [forged]), monkeypatch)
+    assert fast == exact and fast[0] is not None and "was edited" in fast[0]
+
+
+def test_a_repeated_ts_paid_for_by_a_shorter_ts_is_an_edit(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first of two top-level `ts` keys stands where the writer puts ts, and its value is
+    found after a nested `"ts":` in the canonical text; the real ts, later, is written short
+    (`1e9` for `1000000000.0`), which pays for the repeat exactly. Only the count of `:` sees
+    it: fails if that test is dropped."""
+    line = _signed_line({"v": 1, "seq": 1, "ts": 1e9, "type": "notice", "x": {"ts": "a"}})
+    head = b'{"v":1,"seq":1,"ts":1000000000.0,'
+    assert line.startswith(head)
+    forged = line.replace(head, b'{"v":1,"seq":1,"ts":"a",', 1).replace(
+        b',"hash":', b',"ts":1e9,"hash":', 1)
+    assert len(forged) == len(line) and same_values(forged, line)
+    fast, exact = results_of(write(tmp_path / "l.jsonl", [forged]), monkeypatch)
+    assert fast == exact and fast[0] is not None and "was edited" in fast[0]
