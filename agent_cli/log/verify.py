@@ -10,11 +10,9 @@ question built on it: may this log be acted on?
 from __future__ import annotations
 
 import hashlib
-import json
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from gc import get_referents
 from pathlib import Path
 from typing import Any, Literal
 
@@ -47,64 +45,23 @@ def _simple(value: Any) -> bool:
     return type(value) is str and value.isascii() and value.isalnum()
 
 
-def _float_proof(record: dict[str, Any], raw: bytes) -> bytes | None:
-    """How the line's floats are shown to be written as `repr` writes them, or None when they
-    are not (or not cheaply): then the general check encodes the record whole. No float may sit
-    below the top level (`_has_nested_float`).
+def _floats_as_written(record: dict[str, Any], raw: bytes) -> bool:
+    """Whether every float of the record is a top-level field written as `repr` writes it
+    (`"ts":1796122451.9576025,`), and no float sits deeper. False sends the line to the general
+    check, which encodes it whole.
 
-    b"" when every top-level float was found written as repr writes it
-    (`_top_floats_as_written`). On the writer's common layout (`{"v":1,"seq":N,"ts":T,...`,
-    with ts the only float) a token instead: `"ts":` and the bytes T, which the caller looks
-    for in the canonical text, followed by `,` or `}` (`_ts_as_written`); repr is not called.
-    The line opens with the keys v and seq and seq's value (an int: verify checked it, and an
-    int token holds no comma), so the first comma after it ends that value and what follows is
-    the next top-level key; T runs to the comma after it (a number holds none). A repeated
-    key is no loophole: it adds a `:`, which the writer-form test that this proof feeds counts.
-    """
-    if _has_nested_float(record):
-        return None
-    if (type(record.get("ts")) is float and raw.startswith(b'{"v":1,"seq":')
-            and list(map(type, record.values())).count(float) == 1):
-        at = raw.find(b",", 13)
-        if raw.startswith(b',"ts":', at):
-            end = raw.find(b",", at + 6)
-            if end > 0:
-                return raw[at + 1:end]
-    return b"" if _top_floats_as_written(record, raw) else None
-
-
-def _ts_as_written(proof: bytes, canonical: bytes) -> bool:
-    """Whether the ts token found by `_float_proof` is repr's spelling of ts. `"ts":T` followed
-    by a delimiter in the canonical text is some key's value whose canonical form is exactly T
-    (`"ts":` cannot stand inside a string there: an unescaped `"` ends one, so the `:` after it
-    follows a key; and the canonical text has no whitespace outside strings). T spells the
-    float ts, so holds `.`, `e` or `E`: that value is a float, and ts is the record's only
-    one. So found means repr(ts) == T. Not found means the line is not the writer's: the
-    writer's line spells ts as repr does, and so does the canonical text."""
-    return proof + b"," in canonical or proof + b"}" in canonical
-
-
-def _top_floats_as_written(record: dict[str, Any], raw: bytes) -> bool:
-    """Every top-level float written as `repr` writes it, found with `str.find` where it stands:
-    a `"` inside a JSON string is always escaped, so `"name":` is a key (a top-level one, as
-    `_has_nested_float` has proved no nested object holds a float)."""
+    Where the match is found it is that field: a `"` inside a JSON string is always escaped,
+    so `"name":` can only be a key, and no nested object holds a float."""
     for name, value in record.items():
-        if type(value) is float:
+        kind = type(value)
+        if kind is float:
             if not name.isidentifier() or not name.isascii():
                 return False
             token = f'"{name}":{value!r}'.encode("ascii")
             at = raw.find(token)
             if at < 0 or raw[at + len(token):at + len(token) + 1] not in (b",", b"}"):
                 return False
-    return True
-
-
-def _walk_has_nested_float(record: dict[str, Any]) -> bool:
-    """Whether a float sits anywhere below the record's top level: a walk of every nested list
-    and object."""
-    for value in record.values():
-        kind = type(value)
-        if (kind is dict or kind is list) and value:
+        elif (kind is dict or kind is list) and value:
             stack = [value]
             while stack:
                 item = stack.pop()
@@ -114,37 +71,8 @@ def _walk_has_nested_float(record: dict[str, Any]) -> bool:
                 elif kind is list:
                     stack.extend(item)
                 elif kind is float:
-                    return True
-    return False
-
-
-def _referents_has_nested_float(record: dict[str, Any]) -> bool:
-    """`_walk_has_nested_float` one level at a time in C: `gc.get_referents` of lists and dicts
-    is their items and values (strings, numbers and None have no referents, so they drop out),
-    and `set(map(type, ...))` looks at a whole level at once. Used only where a self-test at
-    import showed it sees every float the walk sees (`_REFERENTS_SEE_FLOATS`)."""
-    level = get_referents(*get_referents(record))
-    while level:
-        if float in set(map(type, level)):
-            return True
-        level = get_referents(*level)
-    return False
-
-
-def _referents_see_floats() -> bool:
-    """Whether this interpreter's `gc.get_referents` hands back every value of a parsed JSON
-    object and every item of a list, floats and all (CPython's traverse functions do); if not,
-    verify walks the containers itself."""
-    probes = [json.loads(text) for text in (
-        '{"a":1,"b":{"c":[1,"x",{"d":2.5}]}}', '{"a":[[[0.5]]]}', '{"a":{"b":-0.0,"c":null}}',
-        '{"a":[1,2,3,{"k":"v","f":1e300}]}', '{"a":{"1":2,"2":3.0}}')]
-    clean = [json.loads(text) for text in ('{"a":1,"b":{"c":[1,"x",{"d":2}]}}', '{"a":[]}')]
-    return (all(_referents_has_nested_float(p) and _walk_has_nested_float(p) for p in probes)
-            and not any(_referents_has_nested_float(c) for c in clean))
-
-
-_has_nested_float = (_referents_has_nested_float if _referents_see_floats()
-                     else _walk_has_nested_float)
+                    return False
+    return True
 
 
 def _writer_length(body: str, claimed: str, mac: str | None) -> int:
@@ -153,7 +81,7 @@ def _writer_length(body: str, claimed: str, mac: str | None) -> int:
 
     Why, for a line that passed the fast path's tests, the length and the count of `:` decide
     the byte check without a second encoding: the line is ASCII with no \\u escape and no DEL,
-    every float in it is written as `repr` writes it (_float_proof), and the writer's line
+    every float in it is written as `repr` writes it (_floats_as_written), and the writer's line
     holds the very tokens of the canonical body plus `hash` and `mac`, in another order of
     fields. Every other way to write the same values is longer (`-0` for 0, `\\/` for /,
     whitespace between tokens) or adds a `:` (a repeated key, whose earlier value the parser
@@ -227,7 +155,7 @@ def verify(path: Path, key: bytes | Literal["auto"] | None = "auto",
     lookahead = REORDER_LOOKAHEAD
     current = LOG_FORMAT_VERSION
     canonical_ascii = _canonical_ascii
-    float_proof = _float_proof
+    floats_as_written = _floats_as_written
     for lineno, rec, raw in with_bytes:
         if isinstance(rec, BadLine):
             if rec.debris or rec.torn:
@@ -249,8 +177,7 @@ def verify(path: Path, key: bytes | Literal["auto"] | None = "auto",
         # (`mac` as the writer writes it: hex, its own JSON encoding between quotes; the line
         # is ASCII, so isalnum means [0-9A-Za-z])
         if (raw.isascii() and b"\\u" not in raw and b"\x7f" not in raw
-                and type(mac) is str and mac.isalnum()
-                and (proof := float_proof(rec, raw)) is not None):
+                and type(mac) is str and mac.isalnum() and floats_as_written(rec, raw)):
             # The common line: one encoding, the canonical body; the byte check follows from
             # it (see _writer_length for why the length then decides).
             mac = rec.pop("mac", None)
@@ -262,12 +189,9 @@ def verify(path: Path, key: bytes | Literal["auto"] | None = "auto",
             except (RecursionError, ValueError):
                 res.fault = f"line {lineno} ({_describe(rec)}): nested too deeply to check"
                 return res
-            body = text.encode("ascii")
-            computed = sha256(prev_bytes + body).hexdigest()
+            computed = sha256(prev_bytes + text.encode("ascii")).hexdigest()
             # _writer_length, inlined: ,"hash":"<hex>" and ,"mac":"<hex>"
-            if proof and not _ts_as_written(proof, body):
-                writer_form = False
-            elif mac is None:
+            if mac is None:
                 writer_form = (len(raw) == len(text) + 10 + len(claimed)
                                and raw.count(b":") == text.count(":") + 1)
             else:

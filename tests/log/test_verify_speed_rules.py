@@ -1,10 +1,9 @@
-"""The shortcuts `log verify` takes on a common line decide exactly what the general check decides.
+"""The shortcut `log verify` takes on a common line decides exactly what the general check decides.
 
 The general check (the record encoded whole and compared with the line) is the rule; the
-shortcut proves the same from one canonical encoding when the line's floats are shown to be
-written as `repr` writes them: the top-level `ts` by where the writer puts it and a search of the
-canonical text (`_ts_as_written`), any other top-level float by name, and no float below the
-top level (`_has_nested_float`, which looks one level at a time with `gc.get_referents`).
+shortcut proves the same from one canonical encoding (its length and its count of `:`) when the
+line's floats are shown to be written as `repr` writes them (`_floats_as_written`: every float a
+top-level field found spelled as repr spells it, and none below the top level).
 
 Here logs are built with the public chain arithmetic (as a forger would), with floats at every
 depth, strings holding `"ts":`, quotes, backslashes, colons and dots, then rewritten in ways that
@@ -38,7 +37,7 @@ KEY = bytes(range(32))
 
 def general_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """verify with every line sent to the general check: the exact rule."""
-    monkeypatch.setattr(verify_module, "_float_proof", lambda record, raw: None)
+    monkeypatch.setattr(verify_module, "_floats_as_written", lambda record, raw: False)
 
 
 def results_of(path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Any]:
@@ -179,9 +178,9 @@ def _same_length_ts(ts: float) -> bytes:
 def test_a_float_spelled_otherwise_at_the_same_length_is_an_edit(
         where: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The cases a length and a count of `:` cannot see, at each place a float can stand. Each
-    fails if the matching part of the shortcut is weakened: `_ts_as_written` always true (ts),
-    `_has_nested_float` always false (nested, nested_list), `_top_floats_as_written` always true
-    (duration)."""
+    fails if the matching part of the shortcut is weakened: a top-level float taken as written
+    without finding its repr spelling (ts, duration), the walk for nested floats skipped
+    (nested, nested_list)."""
     ts = 1796132909.0975337
     body: dict[str, Any] = {"type": "tool_result", "ts": ts, "content": "a/b.py: 0.5"}
     if where in ("nested", "nested_list"):
@@ -202,9 +201,8 @@ def test_a_float_spelled_otherwise_at_the_same_length_is_an_edit(
 
 def test_a_key_ending_in_ts_holding_the_same_spelling_proves_nothing(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """`"ts":T` in the canonical text must be the top-level ts: a nested key `a"ts` with the
-    float written as repr writes it, beside a top-level ts written otherwise, is an edit (the
-    nested float sends the line to the general check)."""
+    """`"ts":T` found in the line must be the top-level ts: a nested key `a"ts` with the float
+    written as repr writes it, beside a top-level ts written otherwise, is an edit."""
     ts = 1796132909.0975337
     lines = build([{"type": "notice", "ts": ts, "x": {'a"ts': ts}}])
     line = lines[0].replace(b'"ts":' + repr(ts).encode() + b',"type"',
@@ -212,29 +210,6 @@ def test_a_key_ending_in_ts_holding_the_same_spelling_proves_nothing(
     assert line != lines[0] and same_values(line, lines[0])
     fast, exact = results_of(write(tmp_path / "l.jsonl", [line]), monkeypatch)
     assert fast == exact and fast[0] is not None and "was edited" in fast[0]
-
-
-_json = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text()),
-                     lambda inner: st.one_of(st.lists(inner, max_size=5),
-                                             st.dictionaries(st.text(max_size=5), inner,
-                                                             max_size=5)), max_leaves=30)
-
-
-@settings(max_examples=400, deadline=None)
-@given(record=st.dictionaries(st.text(max_size=5), _json, max_size=6))
-def test_the_level_search_for_nested_floats_is_the_walk(record: dict[str, Any]) -> None:
-    parsed = json.loads(json.dumps(record))  # (parsed JSON: exact types, as verify sees them)
-    assert (verify_module._referents_has_nested_float(parsed)
-            is verify_module._walk_has_nested_float(parsed))
-
-
-def test_this_interpreter_uses_the_level_search_and_it_sees_deep_floats() -> None:
-    assert verify_module._has_nested_float is verify_module._referents_has_nested_float
-    deep: Any = 1.5
-    for _ in range(5000):
-        deep = [deep]
-    assert verify_module._has_nested_float({"a": deep})
-    assert not verify_module._has_nested_float({"a": 1.5, "b": [[[1]]]})
 
 
 def test_what_verify_writes_out_equals_the_event_models() -> None:
@@ -260,8 +235,7 @@ def _signed_line(record: dict[str, Any], prev: str = "") -> bytes:
 def test_ts_is_proved_only_where_the_writer_puts_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A record whose ts is not the field after seq (another writer's order: the line is still
-    its own serialize) is checked by name; the key after seq proves nothing. Fails if the
-    shortcut takes whatever follows seq for ts."""
+    its own serialize): its ts respelled at the same length is an edit."""
     ts = 1796132909.0975337
     line = _signed_line({"v": 1, "seq": 1, "type": "notice", "ts": ts, "kind": "k"})
     assert verify(write(tmp_path / "ok.jsonl", [line]), key=KEY).fault is None
@@ -273,10 +247,9 @@ def test_ts_is_proved_only_where_the_writer_puts_it(
 
 def test_a_repeated_ts_paid_for_by_a_shorter_ts_is_an_edit(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The first of two top-level `ts` keys stands where the writer puts ts, and its value is
-    found after a nested `"ts":` in the canonical text; the real ts, later, is written short
-    (`1e9` for `1000000000.0`), which pays for the repeat exactly. Only the count of `:` sees
-    it: fails if that test is dropped."""
+    """The first of two top-level `ts` keys stands where the writer puts ts; the real ts, later,
+    is written short (`1e9` for `1000000000.0`), which pays for the repeat exactly. The length
+    cannot see it; the count of `:` does: fails if that test is dropped."""
     line = _signed_line({"v": 1, "seq": 1, "ts": 1e9, "type": "notice", "x": {"ts": "a"}})
     head = b'{"v":1,"seq":1,"ts":1000000000.0,'
     assert line.startswith(head)
