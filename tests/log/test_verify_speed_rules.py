@@ -248,8 +248,8 @@ def test_ts_is_proved_only_where_the_writer_puts_it(
 def test_a_repeated_ts_paid_for_by_a_shorter_ts_is_an_edit(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The first of two top-level `ts` keys stands where the writer puts ts; the real ts, later,
-    is written short (`1e9` for `1000000000.0`), which pays for the repeat exactly. The length
-    cannot see it; the count of `:` does: fails if that test is dropped."""
+    is written short (`1e9` for `1000000000.0`), which pays for the repeat exactly: the length
+    alone cannot see it."""
     line = _signed_line({"v": 1, "seq": 1, "ts": 1e9, "type": "notice", "x": {"ts": "a"}})
     head = b'{"v":1,"seq":1,"ts":1000000000.0,'
     assert line.startswith(head)
