@@ -8,9 +8,7 @@ absent from the overrides (never `None` standing for "unset"), so it never hides
 from __future__ import annotations
 
 import os
-import sys
 import tomllib
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -18,6 +16,14 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 
 from agent_cli.approval import DenyRule
 from agent_cli.errors import ConfigError
+from agent_cli.locations import (  # noqa: F401 (re-exported: their home used to be here)
+    ENV_MAP,
+    Locations,
+    _xdg,
+    home,
+    locations,
+    user_config_file,
+)
 
 DEFAULT_SYSTEM = (
     "You are agent-cli, a coding assistant working in the user's terminal. Use the tools to read "
@@ -214,81 +220,10 @@ def own_state(settings: Settings) -> dict[Path, str]:
     return state
 
 
-ENV_MAP = {
-    "AGENT_CLI_PROVIDER": "provider",
-    "AGENT_CLI_MODEL": "model",
-    "AGENT_CLI_BASE_URL": "base_url",
-    "AGENT_CLI_MAX_TURNS": "max_turns",
-    "AGENT_CLI_LOG_DIR": "log_dir",
-}
-
-
-@dataclass(frozen=True)
-class Locations:
-    """Where agent-cli keeps its own files. Computed in one place (`locations`)."""
-
-    config_file: Path
-    """The user's settings file."""
-    data: Path
-    """Sessions, the log key, pins, history, the undo store."""
-    legacy_config_file: Path | None = None
-    """Where older versions read the settings file (data/config.toml), still read if it is the
-    only one present, so an upgrade does not silently drop a user's settings."""
-
-    def own_paths(self) -> tuple[Path, ...]:
-        """Every folder of agent-cli's own state (data, and the config folder when it is
-        elsewhere): what a guard keeping tools out of that state must cover."""
-        config_dir = self.config_file.parent
-        return (self.data,) if config_dir == self.data else (self.data, config_dir)
-
-
-def locations() -> Locations:
-    """Every user-level path, from the environment.
-
-    AGENT_CLI_HOME overrides everything (tests, sandboxes): config at AGENT_CLI_HOME/config.toml,
-    data in AGENT_CLI_HOME. Otherwise, on Linux and other Unix systems, the XDG base directories:
-    config at $XDG_CONFIG_HOME/agent-cli/config.toml (default ~/.config), data under
-    $XDG_DATA_HOME/agent-cli (default ~/.local/share); a relative XDG value is ignored, as the
-    specification says. macOS and Windows keep one folder for both (Application Support, APPDATA).
-    """
-    env = os.environ.get("AGENT_CLI_HOME")
-    if env:
-        root = Path(env).expanduser()
-        return Locations(config_file=root / "config.toml", data=root)
-    if sys.platform == "win32":
-        root = Path(os.environ.get("APPDATA", Path.home() / "AppData" / "Roaming")) / "agent-cli"
-        return Locations(config_file=root / "config.toml", data=root)
-    if sys.platform == "darwin":
-        root = Path.home() / "Library" / "Application Support" / "agent-cli"
-        return Locations(config_file=root / "config.toml", data=root)
-    data = _xdg("XDG_DATA_HOME", Path.home() / ".local" / "share") / "agent-cli"
-    config = _xdg("XDG_CONFIG_HOME", Path.home() / ".config") / "agent-cli" / "config.toml"
-    return Locations(config_file=config, data=data, legacy_config_file=data / "config.toml")
-
-
-def _xdg(var: str, default: Path) -> Path:
-    value = os.environ.get(var, "")
-    return Path(value) if value and Path(value).is_absolute() else default
-
-
-def home() -> Path:
-    """agent-cli's data folder (sessions, log key, pins, history); see `locations`."""
-    return locations().data
-
-
 def sessions_dir(settings: Settings) -> Path:
     """The folder session logs go to (config `log_dir`, default AGENT_CLI_HOME/sessions): the one
     place it is computed (log/store.py lists and finds logs in it; the path guard protects it)."""
     return Path(settings.log_dir).expanduser() if settings.log_dir else home() / "sessions"
-
-
-def user_config_file() -> Path:
-    """The settings file actually read: the XDG one, or the legacy one if only that exists."""
-    where = locations()
-    legacy = where.legacy_config_file
-    if not where.config_file.is_file() and legacy is not None and legacy.is_file():
-        return legacy
-    return where.config_file
 
 
 PATH_KEYS = ("tools_dirs", "log_dir", "script", "skills_dirs")

@@ -124,6 +124,8 @@ def read_back(log: Path, repeat: int, before: Path | None = None) -> None:
     (home / "log.key").write_text(KEY.hex() + "\n", encoding="ascii")
     env = clean_env(AGENT_CLI_HOME=str(home))
     size_mb = log.stat().st_size / 1e6
+    small = log.with_name("small.jsonl")  # what a command costs before the log's length counts
+    generate(small, 5)
     py = sys.executable
     floor_code = ("import json, sys\nwith open(sys.argv[1], 'rb') as f:\n    for line in f:\n"
                   "        json.loads(line)\n")
@@ -133,12 +135,16 @@ def read_back(log: Path, repeat: int, before: Path | None = None) -> None:
         ("replay --output jsonl", [py, "-m", "agent_cli", "replay", str(log), "--output",
                                    "jsonl"]),
         ("(start-up alone: agent-cli --help)", [py, "-m", "agent_cli", "--help"]),
+        ("(start-up: log verify, 5 events)", [py, "-m", "agent_cli", "log", "verify",
+                                              str(small)]),
+        ("(start-up: replay -o jsonl, 5 events)", [py, "-m", "agent_cli", "replay", str(small),
+                                                   "--output", "jsonl"]),
     ]
     envs = {label: env for label, _ in runs}
     if before is not None:
         # -P: not the current folder first, so PYTHONPATH's tree is the agent_cli imported
         old_env = clean_env(AGENT_CLI_HOME=str(home), PYTHONPATH=str(before))
-        for label, argv in runs[1:3]:
+        for label, argv in [*runs[1:3], *runs[4:6]]:
             envs[f"{label} (before)"] = old_env
             runs.append((f"{label} (before)", [py, "-P", *argv[1:]]))
     wall = {label: Stats() for label, _ in runs}

@@ -32,6 +32,7 @@ LAYERS: dict[str, int] = {
     "agent_cli.events": 0,
     "agent_cli.approval": 0,
     "agent_cli.config": 0,
+    "agent_cli.locations": 0,
     "agent_cli.usage": 0,
     "agent_cli.conversation": 0,
     "agent_cli.calls": 0,

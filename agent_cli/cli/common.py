@@ -183,18 +183,10 @@ def with_options(*names: str) -> Callable[[Callable[..., Any]], Callable[..., An
 
 
 def fail(message: str, code: int = 1) -> typer.Exit:
-    from rich.console import Console
+    from agent_cli.cli.fast_log import print_error  # (the one error line, shared with it)
 
-    Console(stderr=True).print(f"[bold red]error:[/] {_escape(message)}")
+    print_error(message)
     return typer.Exit(code)
-
-
-def _escape(text: str) -> str:
-    from rich.markup import escape
-
-    from agent_cli.safe_text import sanitize
-
-    return escape(sanitize(text))
 
 
 def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -28,44 +28,11 @@ def register(app: typer.Typer) -> None:
         """Check the hash chain of a log. Exit 0: intact (a torn last line from a crash is only a
         warning); 1: a line was edited, dropped, inserted or reordered; 2: the file cannot be
         read."""
-        from rich.console import Console
-        from rich.text import Text
-
-        from agent_cli.errors import LogError
-        from agent_cli.log.keys import log_key
-        from agent_cli.log.trust import judge
-        from agent_cli.log.verify import verify
-        from agent_cli.ui.safe_rich import safe
-
-        out = Console(highlight=False)
-        err = Console(stderr=True, highlight=False)
+        from agent_cli.cli.fast_log import verify_report
         from agent_cli.log.store import resolve
 
         file = resolve(log_arg, common.settings())
-        try:
-            key = log_key(create=False)
-            result = verify(file, key=key)
-        except LogError as e:
-            e.exit_code = 2
-            raise
-        for warning in result.warnings:
-            err.print(Text("warning: ", style="yellow") + safe(warning), soft_wrap=True)
-        if result.fault is not None:
-            out.print(Text("FAIL ", style="bold red") + safe(f"{file}: {result.fault}"),
-                      soft_wrap=True)
-            raise typer.Exit(EXIT_FAULT)
-        out.print(Text("OK ", style="bold green")
-                  + safe(f"{file}: {result.count} events, hash chain intact "
-                         f"(head {result.head})"), soft_wrap=True)
-        trust = judge(result) if key is not None else None
-        if trust is not None and trust.trusted:
-            out.print(safe("Signed with your log key throughout: --reuse-approvals and undo "
-                           "may act on it.", "green"), soft_wrap=True)
-        else:
-            out.print(safe("Not trusted for --reuse-approvals or undo: " + (
-                trust.reason if trust is not None else "there is no log key on this machine."),
-                "yellow"), soft_wrap=True)
-        raise typer.Exit(EXIT_OK)
+        raise typer.Exit(verify_report(file))
 
     @log_app.command("list")
     @with_options("workspace", "config")

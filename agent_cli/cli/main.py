@@ -96,6 +96,13 @@ def main() -> None:
         from agent_cli.sandbox.selfguard import guard_self
 
         guard_self()
+        if args[0] in ("log", "replay"):
+            # `log verify LOG` and `replay LOG --output jsonl` without typer (cli/fast_log.py)
+            from agent_cli.cli.fast_log import quick_command
+
+            code = quick_command(args)
+            if code is not None:
+                sys.exit(code)
     from agent_cli.cli.app import app
 
     try:

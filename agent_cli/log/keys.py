@@ -8,9 +8,7 @@ wrote it" from "someone recomputed the public hash chain" (docs/session-log.md, 
 from __future__ import annotations
 
 import hashlib
-import hmac
 import os
-import secrets
 from collections.abc import Callable
 
 from agent_cli.errors import LogError
@@ -20,6 +18,8 @@ KEY_FILE = "log.key"
 
 
 def record_mac(key: bytes, record_hash: str) -> str:
+    import hmac  # (here, not at the top: `log verify` needs only mac_function)
+
     # hmac.digest is the one-shot OpenSSL path: the same HMAC, without building an object per
     # record (a third of verify's MAC cost on a long log).
     return hmac.digest(key, record_hash.encode("ascii"), "sha256").hex()
@@ -51,7 +51,7 @@ def key_id(key: bytes) -> str:
 
 def log_key(create: bool = False) -> bytes | None:
     """This user's log key (AGENT_CLI_HOME/log.key, 0600), made on first use when `create`."""
-    from agent_cli.config import home
+    from agent_cli.locations import home
     from agent_cli.private_files import private_dir, tighten_file
 
     path = home() / KEY_FILE
@@ -68,6 +68,8 @@ def log_key(create: bool = False) -> bytes | None:
         return key
     if not create:
         return None
+    import secrets
+
     private_dir(path.parent)
     tmp = path.with_name(f".{KEY_FILE}.{secrets.token_hex(4)}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

@@ -14,12 +14,12 @@ import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
-from pydantic import ValidationError
-
-from agent_cli import events as ev
 from agent_cli.errors import LogError
+
+if TYPE_CHECKING:
+    from agent_cli import events as ev
 
 
 @dataclass
@@ -176,7 +176,15 @@ def _read_with_bytes(path: Path) -> Iterator[tuple[int, dict[str, Any] | BadLine
 
 def to_event(lineno: int, rec: dict[str, Any]) -> ev.Event | BadLine:
     """One record as its event model, or a BadLine naming the line: every reader must survive
-    any single record (a `ts` too large for a date, a value nested too deeply)."""
+    any single record (a `ts` too large for a date, a value nested too deeply).
+
+    The event models are imported here, not at the top: `log verify` and the one-pass JSONL
+    replay of a signed log read no record through them, and building them is most of a short
+    command's start-up."""
+    from pydantic import ValidationError
+
+    from agent_cli import events as ev
+
     try:
         event = ev.EVENT_ADAPTER.validate_python(rec)
     except ValidationError as e:

@@ -20,13 +20,13 @@ from typing import TYPE_CHECKING, Any, assert_never
 
 from agent_cli import events as ev
 from agent_cli.errors import LogError, UsageError
+from agent_cli.log.encoding import serialize
+from agent_cli.log.jsonl import jsonl_in_one_pass  # noqa: F401 (re-exported)
 from agent_cli.log.reader import BadLine, read_records, to_event
-from agent_cli.log.writer import serialize
 from agent_cli.safe_text import one_line, sanitize
 
 if TYPE_CHECKING:
     from agent_cli.config import Settings
-    from agent_cli.log.verify import VerifyResult
 
 TOOL_EVENTS = (ev.ToolProposed, ev.ToolInvalid, ev.Approval, ev.ToolStarted, ev.ToolResultEvent)
 FRAME_EVENTS = (ev.SessionStart, ev.SessionEnd)
@@ -157,55 +157,6 @@ def show(path: Path, view: View, *, turns: tuple[int, int | None] | None = None,
         stats.shown += 1
         view(item, rec)
     return stats
-
-
-def _event_types() -> frozenset[str]:
-    """The `type` of every event model: a record of another type is not a known event."""
-    from typing import get_args
-
-    union = get_args(ev.Event)[0]
-    return frozenset(model.model_fields["type"].default for model in get_args(union))
-
-
-def jsonl_in_one_pass(path: Path, write: Callable[[bytes], Any]) -> tuple[VerifyResult,
-                                                                            list[str]]:
-    """`replay --output jsonl` of a whole log in the one streaming pass of `verify`: each line
-    that verifies is written as the bytes it has, which verify has just proved to be the writer's
-    form, so `serialize` of the parsed record would give them again (and `run --output jsonl`
-    printed the same line). A line of a session signed with this user's key needs no event
-    model either: this user's agent-cli wrote it from one (a record of a type this version does
-    not know still goes through it). Any other record is validated as `show` does, and one that
-    is not a known event is left out and reported. Returns the verify result and the reports of
-    lines left out; when the result has a fault, what was written is not the replay (the caller
-    drops it and shows the log the ordinary way, after its warning)."""
-    from agent_cli.log.verify import verify
-
-    known = _event_types()
-    bad: list[str] = []
-    out = bytearray()
-    """Lines gathered and written 1 MB at a time: one C-level append per line, not two writes."""
-
-    def take(lineno: int, item: dict[str, Any] | BadLine, raw: bytes, signed: bool) -> None:
-        if type(item) is BadLine:
-            bad.append(f"line {lineno}: {item.reason}")
-            return
-        assert not isinstance(item, BadLine)
-        kind = item.get("type")
-        if not (signed and type(kind) is str and kind in known):
-            checked = to_event(lineno, item)
-            if isinstance(checked, BadLine):
-                bad.append(f"line {lineno}: {checked.reason}")
-                return
-        out.extend(raw)
-        out.append(10)  # b"\n"
-        if len(out) >= 1 << 20:
-            write(bytes(out))
-            out.clear()
-
-    result = verify(path, sink=take)
-    if out:
-        write(bytes(out))
-    return result, bad
 
 
 class JsonlView:

@@ -16,7 +16,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agent_cli.config import sessions_dir  # computed in config: the path guard needs it too
 from agent_cli.errors import LogError, UsageError
 
 if TYPE_CHECKING:
@@ -30,6 +29,14 @@ class LogNotFound(LogError):
     """A LOG argument that names no file. Same exit code for every command that takes a LOG."""
 
     exit_code = 2
+
+
+def sessions_dir(settings: Settings) -> Path:
+    """config.sessions_dir (computed there: the path guard needs it too), imported when a LOG
+    is looked up by name, so that a LOG given as a path costs no settings module."""
+    from agent_cli.config import sessions_dir as computed
+
+    return computed(settings)
 
 
 def new_log_path(settings: Settings) -> Path:

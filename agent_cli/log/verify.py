@@ -16,10 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from agent_cli import events as ev
+from agent_cli.log.encoding import json_encoder
 from agent_cli.log.keys import key_id, log_key, mac_function
 from agent_cli.log.reader import BadLine, _read_with_bytes
-from agent_cli.log.writer import json_encoder
+
+LOG_FORMAT_VERSION = 1
+"""events.LOG_FORMAT_VERSION, written out so that verify does not build the event models
+(tests/log/test_verify_speed_rules.py holds the two equal)."""
 
 _canonical = json_encoder(sort_keys=True, ascii_only=False)
 """canonical_json: sorted keys, every character as itself (the hash is over its UTF-8)."""
@@ -150,7 +153,7 @@ def verify(path: Path, key: bytes | Literal["auto"] | None = "auto",
     records = ((n, item) for n, item, _raw in with_bytes)  # what _classify reads ahead in
     sha256 = hashlib.sha256
     lookahead = REORDER_LOOKAHEAD
-    current = ev.LOG_FORMAT_VERSION
+    current = LOG_FORMAT_VERSION
     canonical_ascii = _canonical_ascii
     floats_as_written = _floats_as_written
     for lineno, rec, raw in with_bytes:
