@@ -42,6 +42,15 @@ NOT_SENT = "Not sent: the line is back at the prompt."
 """Shown after Ctrl-C while a line waited for the session."""
 
 
+def _termios_error() -> type[Exception]:
+    """termios.error (not an OSError), or a stand-in where there is no termios."""
+    try:
+        import termios
+    except ImportError:
+        return OSError
+    return termios.error
+
+
 class FirstFrame:
     """The prompt drawn before the line editor is loaded. The terminal goes into raw mode (as
     the editor would put it), so keys typed now are held unechoed and unchanged (Ctrl-C and
@@ -70,7 +79,7 @@ class FirstFrame:
             raw[6][termios.VMIN] = 1
             raw[6][termios.VTIME] = 0
             termios.tcsetattr(fd, termios.TCSANOW, raw)
-        except (ImportError, OSError, ValueError):  # termios.error is an OSError
+        except (ImportError, OSError, ValueError, _termios_error()):
             saved = None
         sys.stdout.flush()
         os.write(sys.stdout.fileno(), prompt.encode())
@@ -94,7 +103,7 @@ class FirstFrame:
         if self._saved is not None:
             import termios
 
-            with contextlib.suppress(OSError):
+            with contextlib.suppress(OSError, termios.error):
                 self._raw = termios.tcgetattr(self.fd)
             self._set(self.keep_enter(self._saved))
 
@@ -131,7 +140,8 @@ class FirstFrame:
     def _set(self, attrs: list[Any]) -> None:
         import termios
 
-        with contextlib.suppress(OSError):
+        # (termios.error is no OSError: after a hang-up fd 0 is /dev/null, not a terminal)
+        with contextlib.suppress(OSError, termios.error):
             termios.tcsetattr(self.fd, termios.TCSANOW, attrs)
 
 
