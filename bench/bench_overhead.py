@@ -277,23 +277,9 @@ def bare_sdk(fake: FakeProcess, n: int, repeat: int) -> tuple[float, float]:
     per_req = Stats()
     cpu_req = Stats()
     for _ in range(repeat):
-        history: list[dict[str, Any]] = [{"role": "user", "content": f"calls={n}"}]
         fake.reset()
         start, cpu_start = time.perf_counter(), time.process_time()
-        for _i in range(n + 1):
-            with client.messages.stream(model=MODEL, max_tokens=8192, messages=history,
-                                        tools=tools, system=DEFAULT_SYSTEM) as stream:
-                for _text in stream.text_stream:
-                    pass
-                final = stream.get_final_message()
-            history.append({"role": "assistant", "content": [b.model_dump(mode="json",
-                                                                           exclude_none=True)
-                                                             for b in final.content]})
-            uses = [b for b in final.content if b.type == "tool_use"]
-            if not uses:
-                break
-            history.append({"role": "user", "content": [
-                {"type": "tool_result", "tool_use_id": u.id, "content": "6"} for u in uses]})
+        sdk_turn(client, tools, DEFAULT_SYSTEM, n)
         elapsed, cpu_used = time.perf_counter() - start, time.process_time() - cpu_start
         s = fake.stats()
         per_req.add((elapsed - s.handler_cpu_s) / s.requests)
