@@ -85,16 +85,16 @@ def decision_for(call: Call, answer: Answer) -> Decision:
 _DENY_WITH_REASON = re.compile(r"(?is)(?:n|no)(?:\s+|\s*[,.:;!]+\s*)(\S.*)")
 
 
-NO_ONE_TO_ASK = ("no one was there to approve it (non-interactive run); write calls are denied "
-                 "without a terminal")
-"""The reason of a call denied because nobody could be asked (run's summary counts these)."""
-
-
 class NonInteractiveApprover:
     """No terminal and no answer source: write calls are denied, never approved by default."""
 
     def decide(self, call: Call) -> Decision:
-        return Denied(call.id, NO_ONE_TO_ASK, by="policy")
+        return Denied(
+            call.id,
+            "no one was there to approve it (non-interactive run); write calls are denied "
+            "without a terminal",
+            by="policy",
+        )
 
 
 class ScriptedApprover:

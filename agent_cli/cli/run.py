@@ -72,18 +72,15 @@ class Outcome:
 
     def __init__(self) -> None:
         self.denied: list[str] = []
-        self.unasked: list[str] = []
-        """Of those, the ones a person said no to or nobody could be asked about (the rest
-        were refused by a deny rule or a path check, whatever anyone would have answered)."""
+        self.by_rule: list[str] = []
+        """Of those, the ones a deny rule refused (whatever anyone would have answered)."""
         self.usage: dict[str, int] = {}
 
     def __call__(self, event: ev.AnyEvent) -> None:
         if isinstance(event, ev.Approval) and event.decision == "denied":
-            from agent_cli.approval import NO_ONE_TO_ASK
-
             self.denied.append(event.id)
-            if event.by == "user" or event.reason == NO_ONE_TO_ASK:
-                self.unasked.append(event.id)
+            if event.by == "rule":
+                self.by_rule.append(event.id)
         elif isinstance(event, ev.TurnEnd):
             self.usage = dict(event.usage)
 
@@ -166,16 +163,16 @@ def run_headless(common: Common, prompt: str, output: str, plain: bool,
             session.close("interrupted" if code == EXIT_INTERRUPTED else "exit")
     if signals.exit_code is not None:
         code = signals.exit_code
-    if outcome.unasked:
+    if asked := len(outcome.denied) - len(outcome.by_rule):
         why = ("the prompt came from stdin, so nobody could be asked" if from_stdin
                and not term.interactive else "no terminal to ask" if not term.interactive
                else "you said no")
-        err.print(safe(f"{len(outcome.unasked)} write call(s) were denied ({why}); the task may "
+        err.print(safe(f"{asked} write call(s) were denied ({why}); the task may "
                        "be incomplete. Run it in a terminal to approve them, or use `agent-cli "
                        "chat`.", "yellow"))
-    if refused := len(outcome.denied) - len(outcome.unasked):
-        err.print(safe(f"{refused} call(s) were refused by a deny rule, whatever the answer "
-                       "would have been; the model was told why. `agent-cli replay "
+    if outcome.by_rule:
+        err.print(safe(f"{len(outcome.by_rule)} call(s) were refused by a deny rule, whatever "
+                       "the answer would have been; the model was told why. `agent-cli replay "
                        f"{session.log_path}` shows each reason.", "yellow"))
     if outcome.denied and code == EXIT_OK:
         code = EXIT_DENIED
