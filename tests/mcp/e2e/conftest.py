@@ -4,11 +4,14 @@ pinned npm reference servers are installed."""
 
 from __future__ import annotations
 
+import contextlib
+import http.server
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -88,3 +91,26 @@ def http_server(request: pytest.FixtureRequest, marker: str,
             proc.kill()
             proc.wait(10)
         log.close()
+
+
+def answer(handler: http.server.BaseHTTPRequestHandler, body: bytes,
+           content_type: str | None = None) -> None:
+    """A 200 with `body` (the loopback pages the MCP tests serve)."""
+    handler.send_response(200)
+    if content_type is not None:
+        handler.send_header("Content-Type", content_type)
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body)
+
+
+@contextlib.contextmanager
+def loopback_http(handler: type[http.server.BaseHTTPRequestHandler]) -> Iterator[str]:
+    """A threaded HTTP server on 127.0.0.1 with `handler`; yields its base URL."""
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{srv.server_address[1]}"
+    finally:
+        srv.shutdown()
+        srv.server_close()

@@ -9,7 +9,6 @@ from __future__ import annotations
 import http.server
 import json
 import os
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,7 +21,7 @@ from agent_cli.config import MCPServer
 from agent_cli.tools.mcp.hub import MCPHub
 from agent_cli.tools.procs import is_running
 from agent_cli.tools.registry import Registry
-from tests.mcp.e2e.conftest import HOSTILE, PY
+from tests.mcp.e2e.conftest import HOSTILE, PY, answer, loopback_http
 from tests.mcp.test_mcp import Run, calls, done, use, wait_gone
 
 pytestmark = pytest.mark.mcp
@@ -35,11 +34,7 @@ class _Hits(http.server.BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         _Hits.hits.append(self.path)
-        body = b'{"type": "string"}'
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        answer(self, b'{"type": "string"}')
 
     def log_message(self, *args: Any) -> None:
         pass
@@ -49,13 +44,8 @@ class _Hits(http.server.BaseHTTPRequestHandler):
 def ref_server() -> Iterator[str]:
     """A loopback HTTP server that counts requests: a `$ref` to it must never be fetched."""
     _Hits.hits = []
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Hits)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{srv.server_address[1]}/evil.json"
-    finally:
-        srv.shutdown()
-        srv.server_close()
+    with loopback_http(_Hits) as base:
+        yield f"{base}/evil.json"
 
 
 def hostile(marker: str, **kw: Any) -> MCPServer:

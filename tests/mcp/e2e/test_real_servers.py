@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import http.server
 import json
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,7 @@ import pytest
 
 from agent_cli import events as ev
 from agent_cli.config import MCPServer
-from tests.mcp.e2e.conftest import PY, need_npm_server
+from tests.mcp.e2e.conftest import PY, answer, loopback_http, need_npm_server
 from tests.mcp.test_mcp import Run, calls, done, use, wait_gone
 
 pytestmark = pytest.mark.mcp
@@ -124,12 +123,7 @@ class _Page(http.server.BaseHTTPRequestHandler):
                 b"<p>Served to mcp-server-fetch by the test.</p></body></html>")
         if self.path == "/robots.txt":
             body = b"User-agent: *\nAllow: /\n"
-        self.send_response(200)
-        self.send_header("Content-Type", "text/plain" if self.path == "/robots.txt"
-                         else "text/html")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        answer(self, body, "text/plain" if self.path == "/robots.txt" else "text/html")
 
     def log_message(self, *args: Any) -> None:
         pass
@@ -137,13 +131,8 @@ class _Page(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture
 def page() -> Iterator[str]:
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Page)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{srv.server_address[1]}/page.html"
-    finally:
-        srv.shutdown()
-        srv.server_close()
+    with loopback_http(_Page) as base:
+        yield f"{base}/page.html"
 
 
 def test_fetch_server_against_a_loopback_page(workspace: Path, marker: str, page: str,
