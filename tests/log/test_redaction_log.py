@@ -17,7 +17,7 @@ from agent_cli.log.verify import verify
 from agent_cli.providers.scripted import ScriptedProvider
 from agent_cli.session import Session, load_registry
 from tests.fakes.anthropic_server import FakeAnthropic, Reply, text_reply
-from tests.scripts import PLUGIN, text, tool_use
+from tests.scripts import text, tool_use
 
 PRIVATE_BODY = "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun"
 
@@ -44,14 +44,6 @@ SECRETS: dict[str, tuple[str, str]] = {
 
 def _all_secrets(suffix: str) -> str:
     return "\n".join(t for t, _ in SECRETS.values()) + suffix
-
-
-@pytest.fixture
-def tools(tmp_path: Path) -> Path:
-    d = tmp_path / "tools"
-    d.mkdir()
-    (d / "echo_write.py").write_text(PLUGIN, encoding="utf-8")
-    return d
 
 
 def _run(workspace: Path, log: Path, tools: Path, prompt: str, replies: list[dict[str, object]],

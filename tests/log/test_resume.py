@@ -24,18 +24,10 @@ from agent_cli.log import resume as rs
 from agent_cli.log.reader import BadLine, read_events
 from agent_cli.log.verify import verify
 from tests.fakes.anthropic_server import FakeAnthropic, strip_cache_control, text_reply
-from tests.scripts import PLUGIN, make_session, text, tool_use
+from tests.scripts import make_session, text, tool_use
 
 REPO = Path(__file__).resolve().parents[2]
 runner = CliRunner()
-
-
-@pytest.fixture
-def tools(tmp_path: Path) -> Path:
-    d = tmp_path / "tools"
-    d.mkdir()
-    (d / "echo_write.py").write_text(PLUGIN, encoding="utf-8")
-    return d
 
 
 def two_calls(a: str, b: str, call_a: str = "toolu_a", call_b: str = "toolu_b"

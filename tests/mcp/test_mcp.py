@@ -15,8 +15,7 @@ import subprocess
 import sys
 import threading
 import time
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -65,14 +64,6 @@ def wait_gone(marker: str, limit_s: float = 10.0) -> list[int]:
     while (left := procs_with(marker)) and time.monotonic() < end:
         time.sleep(0.05)
     return left
-
-
-@pytest.fixture
-def marker() -> Iterator[str]:
-    value = f"AGENT_CLI_MCP_TEST_{uuid.uuid4().hex}"
-    yield value
-    for pid in procs_with(value):  # never leak a server, even when a test fails
-        os.kill(pid, signal.SIGKILL)
 
 
 @pytest.fixture

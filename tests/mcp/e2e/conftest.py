@@ -7,32 +7,20 @@ from __future__ import annotations
 import contextlib
 import http.server
 import os
-import signal
 import socket
 import subprocess
 import sys
 import threading
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.mcp.test_mcp import procs_with
-
 HERE = Path(__file__).parent
 HOSTILE = HERE / "hostile_server.py"
 NPM_BIN = HERE.parents[1] / "npm" / "node_modules" / ".bin"
 PY = sys.executable
-
-
-@pytest.fixture
-def marker() -> Iterator[str]:
-    value = f"AGENT_CLI_MCP_TEST_{uuid.uuid4().hex}"
-    yield value
-    for pid in procs_with(value):  # never leak a server, even when a test fails
-        os.kill(pid, signal.SIGKILL)
 
 
 def need_npm_server(name: str) -> Path:
