@@ -8,6 +8,12 @@ that escaped it are ended (tools/procs.py), every pending call gets its tool_res
 as interrupted, and the session closes with `session_end`. The command then exits 143 (TERM) or
 129 (HUP). A second signal while that happens is noted, not raised, so the log is finished.
 
+Where another thread runs beside the main one (the session built behind the first prompt,
+ui/startup.py), the signal is `held` instead: noted, and the code that waits is woken, never
+raised at a random point of the main thread. An exception landing there can leave a lock held
+that the other thread needs next (a module's import lock: both threads import), and then the
+build never ends and neither does agent-cli.
+
 After a hang-up the terminal is gone: standard input, output and error are pointed at /dev/null
 first, so nothing that still prints (a renderer, a prompt) fails on the dead terminal halfway
 through writing the log.
@@ -19,6 +25,7 @@ import contextlib
 import os
 import signal
 import sys
+from collections.abc import Callable, Iterator
 from types import FrameType, TracebackType
 from typing import Any
 
@@ -45,6 +52,10 @@ class TerminationSignals:
         self.received: int | None = None
         self._old: dict[int, Any] = {}
         self._take_interrupt = take_interrupt
+        self._holding = False
+        self.waker: Callable[[], None] | None = None
+        """While `held`: called (in the main thread, from the handler) when a signal arrives, to
+        end a wait at its next safe point. It must take no lock and do no I/O."""
 
     @property
     def exit_code(self) -> int | None:
@@ -64,7 +75,23 @@ class TerminationSignals:
         self.received = signum
         if signum == signal.SIGHUP:
             _detach_from_terminal()
+        if self._holding:
+            waker = self.waker
+            if waker is not None:
+                waker()
+            return
         raise Terminated(signum)
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        """Inside, a signal is only noted (`received`) and `waker` called; the code inside looks
+        at `received` where it is safe to stop. For the main thread while another thread works
+        (see the module's docstring)."""
+        holding, self._holding = self._holding, True
+        try:
+            yield
+        finally:
+            self._holding = holding
 
     def __enter__(self) -> TerminationSignals:
         for sig in HANDLED:

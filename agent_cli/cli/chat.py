@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
@@ -65,32 +66,77 @@ def chat(
 
     term = Terminal.detect()
     signals = TerminationSignals(take_interrupt=term.interactive)
-    first: FirstInput | None = None
-    frame: FirstFrame | None = None
-    ps: Any = None
+    # One `with` from the first drawn character to the last log line: a signal anywhere in
+    # between ends the chat through the same steps (and exits 128 + its number).
+    with signals:
+        try:
+            opened, ps, first, frame, notes, said = _open_chat(
+                common, term, signals, plain, resume, continue_, demo)
+        except Terminated as e:  # before a session existed: nothing to close
+            raise typer.Exit(128 + e.signum) from None
+        try:
+            session, console, view = opened.session, opened.console, opened.view
+            session.start()
+            if signals.received is None:  # (a signal while the session was built: it ends)
+                read = _reader(session, term, signals, ps, first)
+                attach_instructions(session, instructions, term.confirm(console))
+                warm_up = getattr(session.provider, "warm_up", None)
+                if callable(warm_up) and term.interactive:
+                    warm_up()
+                for note in notes:
+                    from agent_cli.events import Notice
+
+                    session.emit(Notice(message=note, kind="resume"))
+                from agent_cli.ui.repl import as_shown, run_repl
+
+                for thing in said:
+                    console.print(as_shown(thing))
+                run_repl(session, console, read, keys=opened.keys, view=view)
+        except Terminated:
+            pass  # between the steps that handle it: the session still closes below
+        finally:
+            opened.view.stop()
+            opened.session.close(signals.reason)
+            if frame is not None:
+                frame.restore()  # the terminal as the chat found it
+    if signals.exit_code is not None:
+        raise typer.Exit(signals.exit_code)
+
+
+def _open_chat(common: Common, term: Terminal, signals: TerminationSignals, plain: bool,
+               resume: str | None, continue_: bool, demo: bool,
+               ) -> tuple[_Opened, Any, FirstInput | None, FirstFrame | None, list[str],
+                          list[Any]]:
+    """The session and what the chat shows before its first prompt: (opened, the first
+    prompt's session or None, what was typed at it, its frame, resume notes, lines to print)."""
     if _prompt_first(term, resume, continue_):
         # On a terminal the prompt is drawn first and the session built behind it
         # (ui/startup.py); a resumed chat shows its recap and may ask which log first.
         if demo:
             _demo_prepare(common)
         common.workspace_dir()  # a wrong --workspace is a usage error before anything is drawn
-        with signals:
+        with signals.held():  # the build runs in a thread meanwhile
             opened, ps, first, frame = _open_behind_prompt(common, term, signals, plain)
-        console = opened.console
-        notes: list[str] = []
-        said: list[Any] = [_demo_lines(common)] if demo else []
-    else:
-        from rich.console import Console
+            said = [_demo_lines(common)] if demo else []
+        return opened, ps, first, frame, [], said
+    from rich.console import Console
 
-        console = Console(highlight=False)
-        if demo:
-            _demo_setup(common, console)
-        history, continues, notes, said = _resumed_history(common, resume, continue_, console,
-                                                           term)
-        opened = _open(common, term, signals, plain, console, history, continues)
-    session = opened.session
-    from agent_cli.ui.repl import as_shown, make_prompt, prompt_text, run_repl
+    console = Console(highlight=False)
+    if demo:
+        _demo_setup(common, console)
+    history, continues, notes, said = _resumed_history(common, resume, continue_, console, term)
+    opened = _open(common, term, signals, plain, console, history, continues)
+    return opened, None, None, None, notes, said
 
+
+def _reader(session: Session, term: Terminal, signals: TerminationSignals, ps: Any,
+            first: FirstInput | None) -> Callable[[], str]:
+    """The REPL's `read`: the first prompt's session when there is one (what was typed while
+    loading comes first), else a new line editor, else plain stdin lines."""
+    from agent_cli.signals import Terminated
+    from agent_cli.ui.repl import make_prompt, prompt_text
+
+    prompt_read: Callable[[], str]
     if ps is not None:
         def prompt_read() -> str:
             sent, eof, text = first.take() if first is not None else (None, False, "")
@@ -121,30 +167,7 @@ def chat(
         except Terminated:
             raise EOFError from None
 
-    view = opened.view
-    with signals:
-        try:
-            session.start()
-            attach_instructions(session, instructions, term.confirm(console))
-            warm_up = getattr(session.provider, "warm_up", None)
-            if callable(warm_up) and term.interactive:
-                warm_up()
-            for note in notes:
-                from agent_cli.events import Notice
-
-                session.emit(Notice(message=note, kind="resume"))
-            for thing in said:
-                console.print(as_shown(thing))
-            run_repl(session, console, read, keys=opened.keys, view=view)
-        except Terminated:
-            pass  # between the steps that handle it: the session still closes below
-        finally:
-            view.stop()
-            session.close(signals.reason)
-            if frame is not None:
-                frame.restore()  # the terminal as the chat found it
-    if signals.exit_code is not None:
-        raise typer.Exit(signals.exit_code)
+    return read
 
 
 @dataclass
@@ -210,7 +233,7 @@ def _open_behind_prompt(common: Common, term: Terminal, signals: TerminationSign
         loading = Loading(lambda: _open(common, term, signals, plain))
         text = ""
         while True:
-            first = read_while_loading(ps, loading, message, frame, text)
+            first = read_while_loading(ps, loading, message, frame, signals, text)
             if first.sent is None and not first.eof:
                 break  # the build is done (or failed) before anything was sent
             if wait_with_status(loading, frame):

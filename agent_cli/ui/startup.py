@@ -16,6 +16,11 @@ the log) costs several times what drawing a prompt does. So `agent-cli chat` on 
    back with the text typed so far. A line sent (Enter) or Ctrl-D pressed before the session is
    ready waits for it, with a "loading tools…" status, and is then handled once, like any.
 
+SIGTERM and SIGHUP meanwhile are held (`TerminationSignals.held`), not raised: the prompt ends
+as on Ctrl-D and the chat closes its session once it exists. Raised at a random point of the
+main thread while the builder imports, the signal could leave an import lock held, and the
+build (and agent-cli) would never end.
+
 A build that fails raises its error in the main thread (`Loading.result`), so it becomes the same
 sentence and exit code as before. Nothing here imports Rich.
 """
@@ -33,6 +38,8 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 if TYPE_CHECKING:
     from prompt_toolkit import PromptSession
     from prompt_toolkit.application import Application
+
+    from agent_cli.signals import TerminationSignals
 
 T = TypeVar("T")
 
@@ -245,13 +252,17 @@ class _Ready:
 
 
 READY = _Ready()
+SIGNALLED = _Ready()
+"""The result a loading prompt gives when SIGTERM or SIGHUP arrived (the chat ends)."""
 
 
 class _Exiter:
-    """Ends the running loading prompt from the builder's thread once the build is done."""
+    """Ends the running loading prompt from the builder's thread once the build is done, and
+    from the signal handler (`signalled`) when SIGTERM or SIGHUP arrived."""
 
-    def __init__(self, loading: Loading[Any]) -> None:
+    def __init__(self, loading: Loading[Any], signals: TerminationSignals) -> None:
         self.loading = loading
+        self.signals = signals
         self._lock = threading.Lock()
         self._app: Application[Any] | None = None
         self._loop: Any = None
@@ -266,7 +277,9 @@ class _Exiter:
         # Callbacks run once the prompt waits for keys, after its first frame was drawn.
         loop.call_soon(self.loading.start)
         if self.loading.settled:  # done before this prompt started: end it at its first step
-            loop.call_soon(self._exit, app)
+            loop.call_soon(self._exit, app, READY)
+        if self.signals.received is not None:  # (after the stores `signalled` reads)
+            loop.call_soon(self._exit, app, SIGNALLED)
 
     def finished(self) -> None:
         with self._lock:
@@ -279,33 +292,40 @@ class _Exiter:
         if app is not None and loop is not None:
             # (a RuntimeError: the loop closed meanwhile, so the prompt is over anyway)
             with contextlib.suppress(RuntimeError):
-                loop.call_soon_threadsafe(self._exit, app)
+                loop.call_soon_threadsafe(self._exit, app, READY)
+
+    def signalled(self) -> None:
+        """The signal handler's waker: it runs in the main thread at any point, so it takes no
+        lock; it only schedules the prompt's end in the prompt's own loop."""
+        app, loop = self._app, self._loop
+        if app is not None and loop is not None:
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(self._exit, app, SIGNALLED)
 
     @staticmethod
-    def _exit(app: Application[Any]) -> None:
+    def _exit(app: Application[Any], result: _Ready) -> None:
         future = getattr(app, "future", None)
         if app.is_running and future is not None and not future.done():
             app.erase_when_done = True  # the line is drawn again, with its text, afterwards
-            app.exit(result=READY)
+            app.exit(result=result)
 
 
 def read_while_loading(ps: PromptSession[Any], loading: Loading[Any], message: str,
-                       frame: FirstFrame, text: str = "") -> FirstInput:
+                       frame: FirstFrame, signals: TerminationSignals,
+                       text: str = "") -> FirstInput:
     """Prompt on `frame`'s line (with `text` already typed) until the build is done or the
     person sends a line or leaves. Ctrl-C clears the line and prompts again, as at the REPL's
-    prompt."""
-    from agent_cli.signals import Terminated
-
-    exiter = _Exiter(loading)
+    prompt. The caller holds `signals` (`TerminationSignals.held`): SIGTERM or SIGHUP ends the
+    prompt from its own loop, as Ctrl-D does."""
+    exiter = _Exiter(loading, signals)
     loading.on_settled(exiter.settled)
+    signals.waker = exiter.signalled
     try:
-        while not loading.settled:
+        while not loading.settled and signals.received is None:
             frame.hand_over()
             try:
                 line = ps.prompt(message, default=text,
                                  pre_run=lambda: exiter.pre_run(ps.app))
-            except Terminated:
-                return FirstInput(eof=True)
             except KeyboardInterrupt:
                 text = ""
                 continue
@@ -314,11 +334,16 @@ def read_while_loading(ps: PromptSession[Any], loading: Loading[Any], message: s
             finally:
                 exiter.finished()
                 ps.app.erase_when_done = False
+            if line is SIGNALLED:
+                break
             if isinstance(line, _Ready):
                 return FirstInput(text=ps.default_buffer.text)
             return FirstInput(sent=line)
+        if signals.received is not None:
+            return FirstInput(eof=True)
         return FirstInput(text=text)
     finally:
+        signals.waker = None
         if frame.on_screen:
             frame.erase()
 
@@ -326,7 +351,8 @@ def read_while_loading(ps: PromptSession[Any], loading: Loading[Any], message: s
 def wait_with_status(loading: Loading[Any], frame: FirstFrame) -> bool:
     """After a line was sent (or Ctrl-D) before the session is ready: say so, and wait. The
     terminal is back in its normal mode meanwhile, so Ctrl-C interrupts the wait: False then
-    (the line was not sent)."""
+    (the line was not sent). SIGTERM and SIGHUP, held by the caller, do not: the session is
+    still closed and logged once it exists."""
     if loading.settled:
         return True
     out = sys.stdout

@@ -20,7 +20,16 @@ from typing import Any
 
 import pytest
 
-from tests.ui.test_repl_pty import REPO, Chat, of_type, pty_env, session_events, text, tool_use
+from tests.ui.test_repl_pty import (
+    PROMPT,
+    REPO,
+    Chat,
+    of_type,
+    pty_env,
+    session_events,
+    text,
+    tool_use,
+)
 
 pexpect = pytest.importorskip("pexpect")
 pytestmark = pytest.mark.pty
@@ -110,16 +119,28 @@ def test_a_signal_ends_the_command_and_closes_the_log(tmp_path: Path, workspace:
     assert verify.returncode == 0, verify.stdout + verify.stderr
 
 
-def test_a_signal_at_the_chat_prompt_ends_cleanly(tmp_path: Path, workspace: Path) -> None:
+@pytest.mark.parametrize(("moment", "after"), [
+    ("first-frame", 0.0), ("editor", 0.0), ("editor", 0.05), ("editor", 0.2), ("editor", 0.6)])
+def test_a_signal_at_the_chat_prompt_ends_cleanly(tmp_path: Path, workspace: Path, moment: str,
+                                                  after: float) -> None:
+    """SIGTERM at moments spread over the start-up, while the session is built behind the
+    prompt: drawn but no line editor yet, then the editor live and `after` seconds more. Each
+    ends 143 with the log closed (CI once saw one hang at "loading tools…")."""
     child = spawn(tmp_path, workspace, "chat")
     try:
-        Chat(child).prompt()
+        if moment == "first-frame":
+            child.expect(PROMPT)  # drawn before prompt-toolkit is even imported
+        else:
+            Chat(child).prompt()
+        time.sleep(after)  # where the signal lands; nothing below waits on a clock
         os.kill(child.pid, signal.SIGTERM)
         child.expect(pexpect.EOF)
         child.close()
-        assert child.exitstatus == 143
+        assert child.exitstatus == 143, bytes(child.before)[-400:]
     finally:
         if child.isalive():
             child.terminate(force=True)
     events = session_events()
+    assert events[0]["type"] == "session_start"
     assert events[-1]["type"] == "session_end" and events[-1]["reason"] == "signal SIGTERM"
+    assert of_type(events, "user_message") == []
