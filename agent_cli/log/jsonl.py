@@ -7,9 +7,10 @@ models are most of a short command's start-up. show.py re-exports the function.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from agent_cli.log.reader import BadLine, to_event
 
@@ -38,29 +39,60 @@ def jsonl_in_one_pass(path: Path, write: Callable[[bytes], Any]) -> tuple[Verify
     drops it and shows the log the ordinary way, after its warning)."""
     from agent_cli.log.verify import verify
 
-    known = KNOWN_TYPES
-    bad: list[str] = []
-    out = bytearray()
-    """Lines gathered and written 1 MB at a time: one C-level append per line, not two writes."""
+    out = _Lines(write)
+    result = verify(path, sink=out)
+    out.flush()
+    return result, out.bad
 
-    def take(lineno: int, item: dict[str, Any] | BadLine, raw: bytes, signed: bool) -> None:
+
+class _Lines:
+    """The replay's lines as verify hands them on (a `verify.Passthrough`)."""
+
+    def __init__(self, write: Callable[[bytes], Any]) -> None:
+        self._write = write
+        self.bad: list[str] = []
+        self._out = bytearray()
+        """Lines gathered and written 1 MB at a time: one C-level append per line."""
+
+    def __call__(self, lineno: int, item: dict[str, Any] | BadLine, raw: bytes,
+                 signed: bool) -> None:
         if type(item) is BadLine:
-            bad.append(f"line {lineno}: {item.reason}")
+            self.bad.append(f"line {lineno}: {item.reason}")
             return
         assert not isinstance(item, BadLine)
-        kind = item.get("type")
-        if not (signed and type(kind) is str and kind in known):
-            checked = to_event(lineno, item)
-            if isinstance(checked, BadLine):
-                bad.append(f"line {lineno}: {checked.reason}")
-                return
+        reason = self._left_out(lineno, item, signed)
+        if reason is not None:
+            self.bad.append(f"line {lineno}: {reason}")
+            return
+        out = self._out
         out.extend(raw)
         out.append(10)  # b"\n"
         if len(out) >= 1 << 20:
-            write(bytes(out))
-            out.clear()
+            self.flush()
 
-    result = verify(path, sink=take)
-    if out:
-        write(bytes(out))
-    return result, bad
+    def verbatim(self, lineno: int, rec: dict[str, Any], signed: bool) -> bool:
+        return self._left_out(lineno, rec, signed) is None
+
+    @staticmethod
+    def _left_out(lineno: int, rec: dict[str, Any], signed: bool) -> str | None:
+        """Why this verified record is left out of the replay; None: it is written as it is."""
+        kind = rec.get("type")
+        if signed and type(kind) is str and kind in KNOWN_TYPES:
+            return None
+        checked = to_event(lineno, rec)
+        return checked.reason if isinstance(checked, BadLine) else None
+
+    def span(self, f: IO[bytes], start: int, stop: int) -> None:
+        self.flush()
+        fd = f.fileno()
+        while start < stop:
+            chunk = os.pread(fd, min(1 << 20, stop - start), start)
+            if not chunk:
+                break
+            self._write(chunk)
+            start += len(chunk)
+
+    def flush(self) -> None:
+        if self._out:
+            self._write(bytes(self._out))
+            self._out.clear()

@@ -140,34 +140,41 @@ def read_records(path: Path) -> Iterator[tuple[int, dict[str, Any] | BadLine]]:
 
 def _read_with_bytes(path: Path) -> Iterator[tuple[int, dict[str, Any] | BadLine, bytes]]:
     """(line number, record or BadLine, the line's bytes without its newline), streaming."""
+    with open_log(path) as f:
+        yield from records_with_bytes(f, path)
+
+
+def records_with_bytes(f: IO[bytes], path: Path, first_lineno: int = 1,
+                       ) -> Iterator[tuple[int, dict[str, Any] | BadLine, bytes]]:
+    """`_read_with_bytes` of a log already open (`open_log`), from where `f` stands, whose first
+    line there is line `first_lineno` of the file; `path` names it in errors."""
     from pydantic_core import from_json
 
     loads = json.loads
     try:
-        with open_log(path) as f:
-            for lineno, line in enumerate(f, start=1):
-                complete = line.endswith(b"\n")
-                raw = line[:-1] if complete else line
-                # The common case in one step: a line that is one JSON object with nothing
-                # around it (no padding to strip, no NUL bytes). _parse_line gives the same
-                # answer for it, through more steps; every other line still goes there.
-                if raw[:1] == b"{" and raw[-1:] == b"}":
-                    # pydantic-core's parser (public API, already a dependency) reads a line in
-                    # half the time of the stdlib's and gives the same values for every line it
-                    # accepts. What it refuses and the stdlib reads (a lone surrogate escape,
-                    # invalid UTF-8, a BOM, deeper nesting) takes the stdlib's path below.
+        for lineno, line in enumerate(f, start=first_lineno):
+            complete = line.endswith(b"\n")
+            raw = line[:-1] if complete else line
+            # The common case in one step: a line that is one JSON object with nothing
+            # around it (no padding to strip, no NUL bytes). _parse_line gives the same
+            # answer for it, through more steps; every other line still goes there.
+            if raw[:1] == b"{" and raw[-1:] == b"}":
+                # pydantic-core's parser (public API, already a dependency) reads a line in
+                # half the time of the stdlib's and gives the same values for every line it
+                # accepts. What it refuses and the stdlib reads (a lone surrogate escape,
+                # invalid UTF-8, a BOM, deeper nesting) takes the stdlib's path below.
+                try:
+                    record = from_json(raw)
+                except ValueError:
                     try:
-                        record = from_json(raw)
-                    except ValueError:
-                        try:
-                            record = loads(raw.decode("utf-8", "surrogateescape"))
-                        except (ValueError, RecursionError):
-                            record = None
-                    if type(record) is dict:
-                        yield lineno, record, raw
-                        continue
-                for item in _parse_line(lineno, raw, complete):
-                    yield lineno, item, raw.lstrip(b"\x00")
+                        record = loads(raw.decode("utf-8", "surrogateescape"))
+                    except (ValueError, RecursionError):
+                        record = None
+                if type(record) is dict:
+                    yield lineno, record, raw
+                    continue
+            for item in _parse_line(lineno, raw, complete):
+                yield lineno, item, raw.lstrip(b"\x00")
     except IsADirectoryError:  # (a folder opened on a system that allows it, then read)
         raise LogError(f"{path} is a folder; give a .jsonl log file.") from None
     except OSError as e:

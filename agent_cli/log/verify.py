@@ -14,11 +14,11 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import IO, Any, Literal, Protocol
 
 from agent_cli.log.encoding import json_encoder
 from agent_cli.log.keys import key_id, log_key, mac_function
-from agent_cli.log.reader import BadLine, _read_with_bytes
+from agent_cli.log.reader import BadLine, open_log, records_with_bytes
 
 LOG_FORMAT_VERSION = 1
 """events.LOG_FORMAT_VERSION, written out so that verify does not build the event models
@@ -104,6 +104,9 @@ class VerifyResult:
     fault: str | None = None
     """The first integrity fault, naming the line; None when the chain holds."""
     warnings: list[str] = field(default_factory=list)
+    split: bool = False
+    """The log's second half was checked by a second process at the same time, and that check
+    was used (verify_split.py)."""
 
     @property
     def ok(self) -> bool:
@@ -122,8 +125,79 @@ Sink = Callable[[int, "dict[str, Any] | BadLine", bytes, bool], None]
 checked). Only lines that passed every check reach it; a fault ends the stream."""
 
 
+class Passthrough(Protocol):
+    """A sink that hands most lines on as their own bytes (`replay --output jsonl`). With one,
+    a long log can still be split (verify_split.py): the second half's lines are checked
+    elsewhere with `verbatim`, then handed on as one byte range of the file with `span`."""
+
+    def __call__(self, lineno: int, item: dict[str, Any] | BadLine, raw: bytes,
+                 signed: bool) -> None: ...
+
+    def verbatim(self, lineno: int, rec: dict[str, Any], signed: bool) -> bool:
+        """Whether the call for this verified line would hand on exactly its bytes and nothing
+        else (no report, nothing left out). Called in another process: no effects."""
+        ...
+
+    def span(self, f: IO[bytes], start: int, stop: int) -> None:
+        """Hand on bytes start..stop of the open log: whole lines, each one `verbatim`."""
+        ...
+
+
+@dataclass
+class Chain:
+    """Where a check of the log stands after the lines it has read: what the next line must
+    continue. `verify` keeps one for the whole file; the second half of a split log starts one
+    from the line before it (verify_split.py)."""
+
+    prev_hash: str = ""
+    expected: int = 1
+    """The seq the next record must have."""
+    signed: bool = False
+    """The current session is signed with the key checked (its MACs are checked)."""
+    ended: bool = False
+    """The last record was a session_end: only a session_start may follow."""
+    approved: set[str] = field(default_factory=set)
+    """The ids approved in the current session (a tool_started needs one)."""
+    last_type: Any = ""
+    recent: OrderedDict[str, int] = field(default_factory=OrderedDict)
+    """The last hashes seen. An OrderedDict: dropping a plain dict's first key rescans the
+    deleted slots before it each time, which cost 3 us per record on a long log."""
+    pending_debris: list[BadLine] = field(default_factory=list)
+    irregular: bool = False
+    """A bad line or a record of a newer format was read: what a split half found is then not
+    used (verify_split.py); the whole file's check never looks at it."""
+    mid_session: bool = False
+    """Begun after the line before it, inside a session whose approvals it has not read (the
+    second half of a split log) until the next session_start: meanwhile a tool_started's id
+    that it saw no approval for goes into `needed`, for the first half to hold."""
+    needed: set[str] = field(default_factory=set)
+
+    def has_approval(self, call_id: str) -> bool:
+        if call_id in self.approved:
+            return True
+        if self.mid_session:
+            self.needed.add(call_id)
+            return True
+        return False
+
+
+@dataclass
+class Keys:
+    """The key whose MACs `verify` checks, in the forms the loop uses."""
+
+    local: bytes | None
+    local_id: str | None
+    mac_of: Callable[[str], str] | None
+
+    @classmethod
+    def of(cls, local: bytes | None) -> Keys:
+        if local is None:
+            return cls(None, None, None)
+        return cls(local, key_id(local), mac_function(local))
+
+
 def verify(path: Path, key: bytes | Literal["auto"] | None = "auto",
-           sink: Sink | None = None) -> VerifyResult:
+           sink: Sink | Passthrough | None = None) -> VerifyResult:
     """Check the hash chain and seq numbers line by line, streaming. Stops at the first fault and
     says which line and what: edited, dropped, inserted or reordered. Crash debris (a torn last
     line, a cut line or NUL bytes that the chain steps over) is a warning, not a fault.
@@ -133,45 +207,69 @@ def verify(path: Path, key: bytes | Literal["auto"] | None = "auto",
     `log_trust.check_trust` is the stricter question: may this log be acted on?
 
     `sink`, when given, receives every line as it is checked (see `Sink`), so a reader that
-    shows the log (`replay --output jsonl`) needs no second pass over it."""
+    shows the log (`replay --output jsonl`) needs no second pass over it.
+
+    A long log is checked in two halves at once, on two cores (verify_split.py): the result is
+    the same, or the second half's check is not used and this one reads on."""
     res = VerifyResult()
-    prev_hash = ""
-    prev_bytes = b""
-    expected = 1
-    recent: OrderedDict[str, int] = OrderedDict()
-    """The last hashes seen. An OrderedDict: dropping a plain dict's first key rescans the
-    deleted slots before it each time, which cost 3 us per record on a long log."""
-    pending_debris: list[BadLine] = []
-    last_type: Any = ""
-    approved: set[str] = set()
-    state = {"ended": False}
-    local = log_key(create=False) if key == "auto" else key
-    local_id = key_id(local) if local is not None else None
-    mac_of = mac_function(local) if local is not None else None
-    signed = False
-    with_bytes = _read_with_bytes(path)
-    records = ((n, item) for n, item, _raw in with_bytes)  # what _classify reads ahead in
+    keys = Keys.of(log_key(create=False) if key == "auto" else key)
+    chain = Chain()
+    with open_log(path) as f:
+        with_bytes = records_with_bytes(f, path)
+        records = ((n, item) for n, item, _raw in with_bytes)  # what _classify reads ahead in
+        half = None
+        if sink is None or hasattr(sink, "verbatim"):
+            from agent_cli.log import verify_split
+
+            half = verify_split.start(f, path, keys, sink)
+        try:
+            paused = _check(res, chain, keys, with_bytes, records, sink,
+                            half.anchor if half is not None else 0)
+            if paused and half is not None and not half.adopt(res, chain):
+                _check(res, chain, keys, with_bytes, records, sink, 0)
+        finally:
+            if half is not None:
+                half.close()
+        if res.fault is not None:
+            return res
+    return _finish(res, chain)
+
+
+def _check(res: VerifyResult, chain: Chain, keys: Keys,
+           with_bytes: Iterator[tuple[int, dict[str, Any] | BadLine, bytes]],
+           records: Iterator[tuple[int, dict[str, Any] | BadLine]], sink: Sink | None,
+           pause: int) -> bool:
+    """Check lines from `with_bytes` against `chain`, updating both it and `res`. Returns True
+    when it stopped after line `pause` (a record, checked), False at the end of the lines or at
+    a fault (`res.fault`)."""
+    # The chain's fields as locals for the loop (stored back wherever it returns).
+    prev_hash, expected, recent = chain.prev_hash, chain.expected, chain.recent
+    pending_debris, last_type, signed = chain.pending_debris, chain.last_type, chain.signed
+    prev_bytes = prev_hash.encode("ascii")
+    local, local_id, mac_of = keys.local, keys.local_id, keys.mac_of
     sha256 = hashlib.sha256
     lookahead = REORDER_LOOKAHEAD
     current = LOG_FORMAT_VERSION
     canonical_ascii = _canonical_ascii
     floats_as_written = _floats_as_written
+    paused = False
     for lineno, rec, raw in with_bytes:
         if isinstance(rec, BadLine):
+            chain.irregular = True
             if rec.debris or rec.torn:
                 pending_debris.append(rec)
                 if sink is not None:
                     sink(lineno, rec, raw, False)
                 continue
             res.fault = f"line {lineno}: {rec.reason}; it was inserted or overwritten"
-            return res
+            break
         seq = rec.get("seq")
         claimed = rec.get("hash")
         # (exact types: a parsed record holds no subclasses, and a bool is no seq)
         if type(claimed) is not str or type(seq) is not int:
             res.fault = (f"line {lineno}: a record without a valid seq and hash "
                          f"({rec.get('type', '?')}); it was inserted or edited")
-            return res
+            break
         # (`hash` needs no such test: the length is used only once it equals a hex digest.)
         mac = rec.get("mac", "0")
         # (`mac` as the writer writes it: hex, its own JSON encoding between quotes; the line
@@ -188,7 +286,7 @@ def verify(path: Path, key: bytes | Literal["auto"] | None = "auto",
                 text = canonical_ascii(rec)
             except (RecursionError, ValueError):
                 res.fault = f"line {lineno} ({_describe(rec)}): nested too deeply to check"
-                return res
+                break
             computed = sha256(prev_bytes + text.encode("ascii")).hexdigest()
             # _writer_length, inlined: ,"hash":"<hex>" and ,"mac":"<hex>"
             if mac is None:
@@ -207,7 +305,7 @@ def verify(path: Path, key: bytes | Literal["auto"] | None = "auto",
                 body = _canonical(rec).encode("utf-8", "surrogatepass")
             except (RecursionError, ValueError):
                 res.fault = f"line {lineno} ({_describe(rec)}): nested too deeply to check"
-                return res
+                break
             computed = sha256(prev_bytes + body).hexdigest()
             writer_form = full is not None and raw == full
         if computed != claimed or seq != expected:
@@ -217,22 +315,22 @@ def verify(path: Path, key: bytes | Literal["auto"] | None = "auto",
                              "over it: the record there was edited, damaged or dropped")
             else:
                 res.fault = _classify(lineno, rec, seq, expected, claimed, recent, records)
-            return res
+            break
         if not writer_form:
             res.fault = (f"line {lineno} ({_describe(rec)}) was edited: its bytes are not the "
                          "form the writer produces, though its values still match the hash")
-            return res
+            break
         if pending_debris:
             for bad in pending_debris:
                 res.warnings.append(f"line {bad.lineno}: {bad.reason}; the chain continues "
                                     "over it")
             pending_debris.clear()
         kind = rec.get("type")
-        if state["ended"] or (type(kind) is str and kind in _STRUCTURAL):
-            problem = _check_structure(rec, approved, state)
+        if chain.ended or (type(kind) is str and kind in _STRUCTURAL):
+            problem = _check_structure(rec, chain)
             if problem:
                 res.fault = f"line {lineno} ({_describe(rec)}): {problem}"
-                return res
+                break
         if kind == "session_start":
             kid = rec.get("key_id")
             signed = local is not None and kid == local_id
@@ -246,7 +344,7 @@ def verify(path: Path, key: bytes | Literal["auto"] | None = "auto",
             what = "has no MAC" if mac is None else "has a MAC that does not match"
             res.fault = (f"line {lineno} ({_describe(rec)}) {what} this user's log key: it was "
                          "forged (written or rewritten by something without the key)")
-            return res
+            break
         if sink is not None:
             sink(lineno, rec, raw, signed)
         res.count += 1
@@ -258,10 +356,23 @@ def verify(path: Path, key: bytes | Literal["auto"] | None = "auto",
         if len(recent) > lookahead:
             recent.popitem(last=False)
         v = rec.get("v", 1)
-        if v != current and type(v) is int and v > current and not res.warnings:
-            res.warnings.append(f"line {lineno}: written by a newer format (v{v}); its fields "
-                                "were chained but not all understood")
-    for bad in pending_debris:
+        if v != current and type(v) is int and v > current:
+            chain.irregular = True
+            if not res.warnings:
+                res.warnings.append(f"line {lineno}: written by a newer format (v{v}); its "
+                                    "fields were chained but not all understood")
+        if lineno == pause:
+            paused = True
+            break
+    chain.prev_hash, chain.expected, chain.last_type = prev_hash, expected, last_type
+    chain.signed = signed
+    return paused
+
+
+def _finish(res: VerifyResult, chain: Chain) -> VerifyResult:
+    """What only the end of the file decides: debris after the last record, the head, and a log
+    that does not end its session."""
+    for bad in chain.pending_debris:
         if not bad.torn:
             # A crash leaves a line without its newline; a complete bad line at the end was
             # written or edited by something else.
@@ -269,10 +380,10 @@ def verify(path: Path, key: bytes | Literal["auto"] | None = "auto",
                          "a crash's torn write: the last record was edited or damaged")
             return res
         res.warnings.append(f"line {bad.lineno}: {bad.reason}; skipped")
-    res.head = prev_hash
+    res.head = chain.prev_hash
     if res.count == 0:
         res.fault = "no log records in this file"
-    elif last_type != "session_end":
+    elif chain.last_type != "session_end":
         res.warnings.append("the log does not end with session_end: the session crashed, is "
                             "still running, or its last lines were removed (compare the head "
                             "hash with a copy you trust)")
@@ -283,19 +394,19 @@ _STRUCTURAL = frozenset(("session_start", "session_end", "approval", "tool_start
 """The types _check_structure looks at; after a session_end it looks at every record."""
 
 
-def _check_structure(rec: dict[str, Any], approved: set[str],
-                     state: dict[str, bool]) -> str | None:
+def _check_structure(rec: dict[str, Any], chain: Chain) -> str | None:
     """A chained record must still make sense: no call runs without a recorded approval, and
     nothing but a new session follows a session's end."""
     kind = rec.get("type")
-    if state["ended"] and kind != "session_start":
+    if chain.ended and kind != "session_start":
         return "comes after session_end, where only a new session_start may follow"
-    state["ended"] = kind == "session_end"
+    chain.ended = kind == "session_end"
     if kind == "session_start":
-        approved.clear()
+        chain.approved = set()
+        chain.mid_session = False
     elif kind == "approval" and rec.get("decision") == "approved":
-        approved.add(str(rec.get("id")))
-    elif kind == "tool_started" and str(rec.get("id")) not in approved:
+        chain.approved.add(str(rec.get("id")))
+    elif kind == "tool_started" and not chain.has_approval(str(rec.get("id"))):
         return "a tool started without a recorded approval (the approval line was removed?)"
     return None
 
