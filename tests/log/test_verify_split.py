@@ -48,7 +48,8 @@ def outcome(result: Any) -> tuple[Any, ...]:
     return result.fault, result.warnings, result.count, result.head
 
 
-def session(kid: str | None, calls: int, start_id: int = 0) -> list[dict[str, Any]]:
+def session(kid: str | None, calls: int, start_id: int = 0, pad: int = 0,
+            ) -> list[dict[str, Any]]:
     start: dict[str, Any] = {"type": "session_start", "version": "t", "model": "m",
                              "provider": "scripted", "workspace": "/ws", "tools": []}
     if kid is not None:
@@ -64,7 +65,7 @@ def session(kid: str | None, calls: int, start_id: int = 0) -> list[dict[str, An
              "decision": "approved", "by": "user", "args_hash": f"{i:064x}"},
             {"type": "tool_started", "id": cid, "name": "write_file"},
             {"type": "tool_result", "id": cid, "name": "write_file", "is_error": False,
-             "content": "ok " * (i % 7), "duration": 0.5},
+             "content": "ok " * (i % 7) + "x" * pad, "duration": 0.5},
         ]
     records.append({"type": "session_end", "reason": "exit"})
     return records
@@ -270,3 +271,80 @@ def test_a_forged_mac_after_the_seam_in_a_signed_session_begun_before_it_is_foun
     log.write_bytes(b"".join(line + b"\n" for line in lines))
     result = same_both_ways(log, KEY)
     assert result.fault is not None and "MAC that does not match" in result.fault
+
+
+def long_log(tmp_path: Path) -> Path:
+    """An unsigned log just long enough to be split as it is (no threshold lowered)."""
+    log = write(tmp_path / "long.jsonl", session(None, verify_split.SPLIT_MIN // 5000 + 20,
+                                                 pad=4000), None)
+    assert log.stat().st_size >= verify_split.SPLIT_MIN
+    return log
+
+
+def children_of(pid: int) -> list[int]:
+    try:
+        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+    except OSError:
+        return []
+    return [int(p) for p in text.split()]
+
+
+def gone(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc")
+def test_killing_log_verify_ends_its_second_process_too(tmp_path: Path) -> None:
+    """`log verify` of a long log forks; killed, it takes the second process with it (Linux's
+    parent-death signal). The second process is stopped first, so only that signal can end it."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    log = long_log(tmp_path)
+    repo = Path(__file__).resolve().parents[2]
+    proc = subprocess.Popen([sys.executable, "-m", "agent_cli", "log", "verify", str(log)],
+                            cwd=repo, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    worker = 0
+    try:
+        deadline = time.monotonic() + 60
+        while not worker and proc.poll() is None and time.monotonic() < deadline:
+            kids = children_of(proc.pid)
+            worker = kids[0] if kids else 0
+            time.sleep(0.005)
+        assert worker, "log verify never forked its second process"
+        os.kill(worker, signal.SIGSTOP)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(60)
+        deadline = time.monotonic() + 60
+        while not gone(worker):
+            assert time.monotonic() < deadline, "the second process outlived log verify"
+            time.sleep(0.05)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        if worker and not gone(worker):
+            os.kill(worker, signal.SIGKILL)
+
+
+def test_log_verify_of_a_long_log_says_ok_from_both_halves(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch
+                                                          ) -> None:
+    import subprocess
+    import sys
+
+    monkeypatch.setattr(verify_split, "alone", lambda: True)
+    monkeypatch.setattr(verify_split, "cores", lambda: 2)
+    log = long_log(tmp_path)
+    repo = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-m", "agent_cli", "log", "verify", str(log)],
+                          cwd=repo, capture_output=True, text=True, timeout=300)
+    count = len(log.read_bytes().splitlines())
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"{count} events, hash chain intact" in done.stdout
+    assert verify(log, key=None).split, "this log is long enough to be split"
