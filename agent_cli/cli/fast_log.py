@@ -48,23 +48,25 @@ def verify_report(file: Path) -> int:
     """`log verify` of one file: warnings on stderr, the verdict and the trust line on stdout;
     returns the exit code (0 intact, 1 a fault). A file that cannot be read raises LogError
     with exit code 2."""
-    from rich.console import Console
-    from rich.text import Text
-
     from agent_cli.errors import LogError
     from agent_cli.log.keys import log_key
-    from agent_cli.log.trust import judge
     from agent_cli.log.verify import verify
-    from agent_cli.ui.safe_rich import safe
 
-    out = Console(highlight=False)
-    err = Console(stderr=True, highlight=False)
     try:
         key = log_key(create=False)
         result = verify(file, key=key)
     except LogError as e:
         e.exit_code = 2
         raise
+    # (Rich after the check: on a long log its import overlaps the second half's check)
+    from rich.console import Console
+    from rich.text import Text
+
+    from agent_cli.log.trust import judge
+    from agent_cli.ui.safe_rich import safe
+
+    out = Console(highlight=False)
+    err = Console(stderr=True, highlight=False)
     for warning in result.warnings:
         err.print(Text("warning: ", style="yellow") + safe(warning), soft_wrap=True)
     if result.fault is not None:

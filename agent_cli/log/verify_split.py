@@ -157,6 +157,7 @@ def start(f: IO[bytes], path: Path, keys: Keys, sink: Sink | Passthrough | None)
         os.close(own)
         return None
     anchor = _count_newlines(fd, cut) + 1
+    import pydantic_core  # noqa: F401  (the reader's parser, imported once for both processes)
     passthrough = cast("Passthrough | None", sink if hasattr(sink, "verbatim") else None)
     read_end, write_end = os.pipe()
     parent = os.getpid()
