@@ -119,6 +119,9 @@ def _open_chat(common: Common, term: Terminal, signals: TerminationSignals, plai
             opened, ps, first, frame = _open_behind_prompt(common, term, signals, plain)
             said = [_demo_lines(common)] if demo else []
         return opened, ps, first, frame, [], said
+    from agent_cli.ui.startup import give_way
+
+    give_way()  # (a prompt drawn before parsing, where the chat does not start with one)
     from rich.console import Console
 
     console = Console(highlight=False)
@@ -218,10 +221,10 @@ def _open_behind_prompt(common: Common, term: Terminal, signals: TerminationSign
     """Draw the prompt, build the session in a thread while it is shown, and return both with
     whatever the person typed, sent or pressed meanwhile (ui/startup.py)."""
     from agent_cli.ui.line_editor import PROMPT
-    from agent_cli.ui.startup import FirstFrame
+    from agent_cli.ui.startup import FirstFrame, take_early
 
     message = f"read-only {PROMPT}" if common.read_only else PROMPT
-    frame = FirstFrame.draw(message)
+    frame = take_early(message) or FirstFrame.draw(message)
     loading: Any = None
     try:
         from agent_cli.ui.history import DeferredHistory

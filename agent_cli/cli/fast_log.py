@@ -34,12 +34,21 @@ EXIT_FAULT = 1
 
 def print_error(message: str) -> None:
     """The one-sentence error line of every command (cli.common.fail prints through this)."""
+    _give_way_to_output()
     from rich.console import Console
     from rich.markup import escape
 
     from agent_cli.safe_text import sanitize
 
     Console(stderr=True).print(f"[bold red]error:[/] {escape(sanitize(message))}")
+
+
+def _give_way_to_output() -> None:
+    """A chat's prompt drawn before the command line was parsed leaves the screen before
+    anything else is printed (ui/startup.py `draw_early`)."""
+    startup = sys.modules.get("agent_cli.ui.startup")
+    if startup is not None:
+        startup.give_way()
 
 
 # -- log verify --------------------------------------------------------------------------------

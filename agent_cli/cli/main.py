@@ -103,9 +103,67 @@ def main() -> None:
             code = quick_command(args)
             if code is not None:
                 sys.exit(code)
+        prompt = _early_prompt(args)
+        if prompt is not None:
+            sys.exit(_chat_after_early_frame(prompt))
     from agent_cli.cli.app import app
 
     try:
         app()
     except KeyboardInterrupt:
         sys.exit(EXIT_INTERRUPTED)
+
+
+def _early_prompt(args: list[str]) -> str | None:
+    """The prompt `agent-cli chat ...` will start with, when it can be drawn before typer parses
+    the command line: on a terminal (in and out), not for --help, --resume or --continue (they
+    print first). A guess from the words alone: the chat checks it (`startup.take_early`) and
+    draws its own when it differs."""
+    if args[0] != "chat" or not _on_terminal():
+        return None
+    for word in args[1:]:
+        if word == "--":
+            break
+        if word in ("--help", "--resume", "--continue", "--last") or word.startswith(
+                ("--help=", "--resume=")):
+            return None
+        if word.startswith("-") and not word.startswith("--") and "h" in word:
+            return None  # -h, alone or in a cluster of short options
+    from agent_cli.ui.line_editor import PROMPT
+
+    return f"read-only {PROMPT}" if "--read-only" in args[1:] else PROMPT
+
+
+def _on_terminal() -> bool:
+    try:
+        return sys.stdin.isatty() and sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _chat_after_early_frame(prompt: str) -> int:
+    """Draw the chat's prompt, then let typer parse and run the command, with whatever typer
+    would print itself (a usage error, "Aborted!") printed here instead, once the frame has given
+    way. The exit code is typer's."""
+    from agent_cli.ui import startup
+
+    startup.draw_early(prompt)
+    try:
+        from agent_cli.cli.app import app
+
+        result = app(standalone_mode=False)
+    except KeyboardInterrupt:
+        startup.give_way()
+        return EXIT_INTERRUPTED
+    except BaseException as e:
+        startup.give_way()
+        show = getattr(e, "show", None)
+        if callable(show) and isinstance(getattr(e, "exit_code", None), int):
+            show()  # a usage error (click's ClickException), as typer shows it
+            return int(e.exit_code)  # type: ignore[attr-defined]
+        if type(e).__name__ == "Abort":
+            sys.stderr.write("Aborted!\n")
+            return 1
+        raise
+    startup.give_way()  # (the chat took it, unless it never started)
+    return result if isinstance(result, int) else 0

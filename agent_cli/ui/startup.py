@@ -64,8 +64,9 @@ class FirstFrame:
     Ctrl-D as the bytes the editor reads, not a signal or an end of file) until the editor
     reads them. `restore` puts the terminal back as it was."""
 
-    def __init__(self, fd: int, saved: list[Any] | None) -> None:
+    def __init__(self, fd: int, saved: list[Any] | None, prompt: str = "") -> None:
         self.fd = fd
+        self.prompt = prompt
         self._saved = saved
         self._raw: list[Any] | None = None
         self.on_screen = True
@@ -90,7 +91,7 @@ class FirstFrame:
             saved = None
         sys.stdout.flush()
         os.write(sys.stdout.fileno(), prompt.encode())
-        return cls(fd, saved)
+        return cls(fd, saved, prompt)
 
     def hand_over(self) -> None:
         """The line editor draws its prompt next, from the start of this line."""
@@ -150,6 +151,46 @@ class FirstFrame:
         # (termios.error is no OSError: after a hang-up fd 0 is /dev/null, not a terminal)
         with contextlib.suppress(OSError, termios.error):
             termios.tcsetattr(self.fd, termios.TCSANOW, attrs)
+
+
+_EARLY: list[FirstFrame] = []
+"""The frame `draw_early` drew before the command line was parsed, until the chat takes it."""
+
+
+def draw_early(prompt: str) -> None:
+    """`agent-cli chat` on a terminal: the prompt drawn before typer is imported and the
+    command line parsed (cli/main.py), so it is there in about the time Python takes to start.
+    Until the chat takes it (`take_early`), anything else that prints first calls `give_way`, and
+    SIGTERM or SIGHUP put the terminal back before the process ends (the chat's own handlers
+    take over once it runs)."""
+    import signal
+
+    _EARLY.append(FirstFrame.draw(prompt))
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _end_early)
+
+
+def _end_early(signum: int, _frame: Any) -> None:
+    give_way()
+    os._exit(128 + signum)
+
+
+def give_way() -> None:
+    """An early frame nobody took leaves: its characters erased, the terminal as it was. Called
+    before an error line is printed, and when the chat does not start with this prompt."""
+    while _EARLY:
+        frame = _EARLY.pop()
+        frame.erase()
+        frame.restore()
+
+
+def take_early(prompt: str) -> FirstFrame | None:
+    """The early frame, if one shows exactly `prompt` (else it gives way: the chat draws its
+    own)."""
+    if _EARLY and _EARLY[-1].prompt == prompt:
+        return _EARLY.pop()
+    give_way()
+    return None
 
 
 class Loading(Generic[T]):

@@ -1,0 +1,155 @@
+"""`agent-cli chat` on a terminal draws its prompt before typer parses the command line.
+
+cli/main.py draws it (ui/startup.py `draw_early`) when the words alone say the chat will start
+with a prompt, and the chat takes that frame over. What the early frame must not do: stay on the
+screen under an error, leave the terminal in raw mode when the command ends early (a usage error,
+SIGTERM while parsing), or change what typer says and the exit code. Checked in a real pty; a
+shell around the command runs `stty -a` after it, so the terminal's mode is seen as the next
+program finds it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_cli.cli import main as cli_main
+
+pexpect = pytest.importorskip("pexpect")
+
+pytestmark = pytest.mark.pty
+
+REPO = Path(__file__).resolve().parents[2]
+PROMPT = "›".encode()
+ERASE = b"\r\x1b[K"
+TIMEOUT = 60
+
+
+def pty_env() -> dict[str, str]:
+    env = dict(os.environ)  # AGENT_CLI_HOME is this test's temp folder (conftest)
+    env.update(PROMPT_TOOLKIT_NO_CPR="1", TERM="xterm-256color", PYTHONUNBUFFERED="1")
+    return env
+
+
+def in_shell(*args: str, python_flags: tuple[str, ...] = ()) -> Any:
+    """agent-cli ARGS in a pty, then its exit status and the terminal's mode."""
+    command = shlex.join([sys.executable, *python_flags, "-m", "agent_cli", *args])
+    return pexpect.spawn("/bin/sh", ["-c", f"{command}; echo EXIT=$?; stty -a"], env=pty_env(),
+                         cwd=str(REPO), dimensions=(40, 120), timeout=TIMEOUT)
+
+
+def exit_and_mode(child: Any) -> tuple[int, bytes, bytes]:
+    """(the exit status, what the command printed, the terminal's mode after it)."""
+    child.expect(rb"EXIT=(\d+)")
+    code, printed = int(child.match.group(1)), bytes(child.before)
+    child.expect(pexpect.EOF)
+    return code, printed, bytes(child.before)
+
+
+def restored(mode: bytes) -> bool:
+    words = mode.split()
+    return b"echo" in words and b"icanon" in words and b"isig" in words
+
+
+def piped(*args: str) -> subprocess.CompletedProcess[str]:
+    """The same command with no terminal: typer's own output, no early frame."""
+    return subprocess.run([sys.executable, "-m", "agent_cli", *args], cwd=REPO, input="",
+                          capture_output=True, text=True, timeout=TIMEOUT, env=pty_env())
+
+
+def test_the_prompt_is_on_screen_before_typer_is_imported() -> None:
+    """-X importtime writes each import to stderr as it finishes; stdout and stderr are the same
+    pty, so where the prompt stands among those lines says when it was drawn."""
+    child = pexpect.spawn(sys.executable, [
+        "-X", "importtime", "-m", "agent_cli", "chat", "--script",
+        str(REPO / "examples" / "demo_script.json")], env=pty_env(), cwd=str(REPO),
+        dimensions=(40, 120), timeout=TIMEOUT)
+    try:
+        child.expect(re.escape(b"Ctrl-D to leave."))
+        shown = bytes(child.before)
+        child.send(b"\x04")
+        child.expect(pexpect.EOF)
+        child.close()
+    finally:
+        if child.isalive():
+            child.terminate(force=True)
+    assert child.exitstatus == 0
+    typer_at = re.search(rb"import time:[^\n]*\|\s+typer[.\r]", shown)  # typer or a part
+    assert typer_at is not None, "typer was imported (the chat parses its options with it)"
+    assert shown.find(PROMPT) < typer_at.start(), "the prompt came after typer's import"
+
+
+@pytest.mark.parametrize("args", [
+    ["chat", "--bogus"],
+    ["chat", "--workspace", "/nonexistent/folder"],
+    ["chat", "--demo", "--provider", "anthropic"],
+    ["chat", "--model"],
+])
+def test_an_error_after_the_early_prompt_reads_as_without_it(args: list[str]) -> None:
+    child = in_shell(*args)
+    child.expect(PROMPT)  # drawn first
+    code, printed, after = exit_and_mode(child)
+    plain = piped(*args)
+    assert code == plain.returncode != 0
+    # the prompt was erased before the first character of the error, which is typer's own text
+    shown = (PROMPT + printed).replace(b"\r\n", b"\n")
+    assert shown.startswith(PROMPT + b" " + ERASE), shown[:80]
+    said = shown[len(PROMPT + b" " + ERASE):].decode("utf-8", "replace")
+    said = re.sub(r"\x1b\[[0-9;]*m", "", said)  # (the colour a terminal gets)
+    assert said.split("EXIT=")[0].strip() == plain.stderr.strip()
+    assert restored(after), after
+
+
+def test_sigterm_while_the_command_line_is_parsed_leaves_the_terminal_as_it_was() -> None:
+    child = in_shell("chat", "--script", str(REPO / "examples" / "demo_script.json"))
+    child.expect(PROMPT)  # the early frame: typer is being imported and parses now
+    os.kill(_agent_pid(child.pid), signal.SIGTERM)
+    code, _printed, after = exit_and_mode(child)
+    assert code == 143
+    assert restored(after), after
+
+
+def _agent_pid(shell: int) -> int:
+    """The agent-cli process the shell started (its only child)."""
+    import time
+
+    deadline = time.monotonic() + TIMEOUT
+    while time.monotonic() < deadline:
+        try:
+            kids = Path(f"/proc/{shell}/task/{shell}/children").read_text().split()
+        except OSError:
+            kids = []
+        if kids:
+            return int(kids[0])
+        time.sleep(0.01)
+    pytest.fail("the shell started no agent-cli")
+
+
+@pytest.mark.parametrize(("args", "prompt"), [
+    (["chat"], "› "),
+    (["chat", "--script", "s.json", "--read-only"], "read-only › "),
+    (["chat", "--demo"], "› "),
+    (["chat", "--help"], None),
+    (["chat", "-h"], None),
+    (["chat", "-qh"], None),
+    (["chat", "--resume"], None),
+    (["chat", "--resume=abc"], None),
+    (["chat", "--continue"], None),
+    (["chat", "--last"], None),
+    (["chat", "--", "--help"], "› "),
+    (["run", "go"], None),
+])
+def test_which_command_lines_get_the_early_prompt(args: list[str], prompt: str | None,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cli_main, "_on_terminal", lambda: True)
+    assert cli_main._early_prompt(args) == prompt
+    monkeypatch.setattr(cli_main, "_on_terminal", lambda: False)
+    assert cli_main._early_prompt(args) is None
