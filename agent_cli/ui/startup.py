@@ -4,9 +4,12 @@ Building a session (settings, the event models, Rich, the tools and their plugin
 the log) costs several times what drawing a prompt does. So `agent-cli chat` on a terminal:
 
 1. draws the prompt at once (`FirstFrame`: the terminal in raw mode, the prompt's characters
-   written; nothing but the standard library is imported for it). Keys typed from then on wait
-   in the terminal, byte for byte, for the line editor: nothing is echoed twice or lost, and
-   Ctrl-C and Ctrl-D are keys for that prompt, as at any other;
+   written; nothing but the standard library is imported for it). `cli/main.py` draws it even
+   before typer parses the command line (`draw_early`) when the words say the chat will start
+   with a prompt; the chat takes that frame over (`take_early`), and anything printed before
+   that (a usage error) is printed after the frame gave way (`give_way`). Keys typed from
+   then on wait in the terminal, byte for byte, for the line editor: nothing is echoed twice
+   or lost, and Ctrl-C and Ctrl-D are keys for that prompt, as at any other;
 2. starts the line editor on that prompt and, once it is drawn, builds the session in a thread
    (`Loading`). The build prints nothing and asks nothing;
 3. when the build is done (or failed), the editor gives up its line (`read_while_loading`):
