@@ -174,7 +174,8 @@ def draw_early(prompt: str) -> None:
 
 
 def _end_early(signum: int, _frame: Any) -> None:
-    give_way()
+    with contextlib.suppress(OSError):  # (after a hang-up the terminal is gone: EIO)
+        give_way()
     os._exit(128 + signum)
 
 

@@ -153,3 +153,18 @@ def test_which_command_lines_get_the_early_prompt(args: list[str], prompt: str |
     assert cli_main._early_prompt(args) == prompt
     monkeypatch.setattr(cli_main, "_on_terminal", lambda: False)
     assert cli_main._early_prompt(args) is None
+
+
+def test_closing_the_terminal_at_the_first_prompt_ends_with_129() -> None:
+    """The terminal hangs up (its window closed) while the prompt is drawn and typer parses:
+    SIGHUP, and the terminal gone under the frame's erase (EIO). Wherever it lands, early or in
+    the chat, the process ends itself with 128 + SIGHUP."""
+    child = pexpect.spawn(sys.executable, [
+        "-m", "agent_cli", "chat", "--script", str(REPO / "examples" / "demo_script.json")],
+        env=pty_env(), cwd=str(REPO), dimensions=(40, 120), timeout=TIMEOUT)
+    child.expect(PROMPT)
+    os.close(child.child_fd)  # the master side gone: the kernel hangs the terminal up
+    child.child_fd = -1
+    _pid, status = os.waitpid(child.pid, 0)
+    child.terminated = True
+    assert os.waitstatus_to_exitcode(status) == 128 + signal.SIGHUP
