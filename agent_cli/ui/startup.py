@@ -99,14 +99,20 @@ class FirstFrame:
     def hand_over(self) -> None:
         """The line editor draws its prompt next, from the start of this line."""
         if self.on_screen:
-            os.write(sys.stdout.fileno(), b"\r")
+            self._write(b"\r")
             self.on_screen = False
 
     def erase(self) -> None:
         """Take the prompt's characters off the screen (an error is printed instead)."""
         if self.on_screen:
-            os.write(sys.stdout.fileno(), b"\r\x1b[K")
+            self._write(b"\r\x1b[K")
             self.on_screen = False
+
+    @staticmethod
+    def _write(data: bytes) -> None:
+        # (after a hang-up the terminal is gone: EIO, or fd 1 is /dev/null; nothing to erase)
+        with contextlib.suppress(OSError, ValueError):
+            os.write(sys.stdout.fileno(), data)
 
     def cooked(self) -> None:
         """The terminal as it was (line editing, echo, Ctrl-C a signal) for a while, but with
@@ -174,8 +180,7 @@ def draw_early(prompt: str) -> None:
 
 
 def _end_early(signum: int, _frame: Any) -> None:
-    with contextlib.suppress(OSError):  # (after a hang-up the terminal is gone: EIO)
-        give_way()
+    give_way()
     os._exit(128 + signum)
 
 
