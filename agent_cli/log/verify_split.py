@@ -28,9 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-import pickle
 import signal
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, cast
@@ -47,6 +45,8 @@ _CHUNK = 1 << 20
 
 def alone() -> bool:
     """No other thread in this process (forking is safe)."""
+    import threading
+
     return threading.active_count() == 1
 
 
@@ -108,6 +108,8 @@ class Half:
         return True
 
     def _outcome(self) -> Outcome | None:
+        import pickle
+
         data = bytearray()
         while chunk := os.read(self._pipe, _CHUNK):
             data += chunk
@@ -142,7 +144,9 @@ def start(f: IO[bytes], path: Path, keys: Keys, sink: Sink | Passthrough | None)
     fd = f.fileno()
     size = os.fstat(fd).st_size
     if size < SPLIT_MIN or size < 2:
-        return None
+        return None  # (before any import a split needs: a short log pays for none of it)
+    import pickle
+
     cut = _next_line_start(fd, size // 2, size)
     if cut is None:
         return None
