@@ -143,34 +143,40 @@ class Passthrough(Protocol):
         ...
 
 
-@dataclass
 class Chain:
     """Where a check of the log stands after the lines it has read: what the next line must
     continue. `verify` keeps one for the whole file; the second half of a split log starts one
-    from the line before it (verify_split.py)."""
+    from the line before it (verify_split.py). (A plain class: a dataclass costs a log
+    verify's start-up about a millisecond per class to build.)"""
 
-    prev_hash: str = ""
-    expected: int = 1
-    """The seq the next record must have."""
-    signed: bool = False
-    """The current session is signed with the key checked (its MACs are checked)."""
-    ended: bool = False
-    """The last record was a session_end: only a session_start may follow."""
-    approved: set[str] = field(default_factory=set)
-    """The ids approved in the current session (a tool_started needs one)."""
-    last_type: Any = ""
-    recent: OrderedDict[str, int] = field(default_factory=OrderedDict)
-    """The last hashes seen. An OrderedDict: dropping a plain dict's first key rescans the
-    deleted slots before it each time, which cost 3 us per record on a long log."""
-    pending_debris: list[BadLine] = field(default_factory=list)
-    irregular: bool = False
-    """A bad line or a record of a newer format was read: what a split half found is then not
-    used (verify_split.py); the whole file's check never looks at it."""
-    mid_session: bool = False
-    """Begun after the line before it, inside a session whose approvals it has not read (the
-    second half of a split log) until the next session_start: meanwhile a tool_started's id
-    that it saw no approval for goes into `needed`, for the first half to hold."""
-    needed: set[str] = field(default_factory=set)
+    __slots__ = ("approved", "ended", "expected", "irregular", "last_type", "mid_session",
+                 "needed", "pending_debris", "prev_hash", "recent", "signed")
+
+    def __init__(self, prev_hash: str = "", expected: int = 1, signed: bool = False,
+                 ended: bool = False, mid_session: bool = False, last_type: Any = "") -> None:
+        self.prev_hash = prev_hash
+        self.expected = expected
+        """The seq the next record must have."""
+        self.signed = signed
+        """The current session is signed with the key checked (its MACs are checked)."""
+        self.ended = ended
+        """The last record was a session_end: only a session_start may follow."""
+        self.approved: set[str] = set()
+        """The ids approved in the current session (a tool_started needs one)."""
+        self.last_type = last_type
+        self.recent: OrderedDict[str, int] = OrderedDict()
+        """The last hashes seen. An OrderedDict: dropping a plain dict's first key rescans the
+        deleted slots before it each time, which cost 3 us per record on a long log."""
+        self.pending_debris: list[BadLine] = []
+        self.irregular = False
+        """A bad line or a record of a newer format was read: what a split half found is then
+        not used (verify_split.py); the whole file's check never looks at it."""
+        self.mid_session = mid_session
+        """Begun after the line before it, inside a session whose approvals it has not read
+        (the second half of a split log) until the next session_start: meanwhile a
+        tool_started's id that it saw no approval for goes into `needed`, for the first half
+        to hold."""
+        self.needed: set[str] = set()
 
     def has_approval(self, call_id: str) -> bool:
         if call_id in self.approved:
@@ -181,19 +187,16 @@ class Chain:
         return False
 
 
-@dataclass
 class Keys:
     """The key whose MACs `verify` checks, in the forms the loop uses."""
 
-    local: bytes | None
-    local_id: str | None
-    mac_of: Callable[[str], str] | None
+    __slots__ = ("local", "local_id", "mac_of")
 
-    @classmethod
-    def of(cls, local: bytes | None) -> Keys:
-        if local is None:
-            return cls(None, None, None)
-        return cls(local, key_id(local), mac_function(local))
+    def __init__(self, local: bytes | None) -> None:
+        self.local = local
+        self.local_id = key_id(local) if local is not None else None
+        self.mac_of: Callable[[str], str] | None = (
+            mac_function(local) if local is not None else None)
 
 
 def verify(path: Path, key: bytes | Literal["auto"] | None = "auto",
@@ -212,7 +215,7 @@ def verify(path: Path, key: bytes | Literal["auto"] | None = "auto",
     A long log is checked in two halves at once, on two cores (verify_split.py): the result is
     the same, or the second half's check is not used and this one reads on."""
     res = VerifyResult()
-    keys = Keys.of(log_key(create=False) if key == "auto" else key)
+    keys = Keys(log_key(create=False) if key == "auto" else key)
     chain = Chain()
     with open_log(path) as f:
         with_bytes = records_with_bytes(f, path)

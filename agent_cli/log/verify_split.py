@@ -29,7 +29,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, cast
 
@@ -57,24 +56,28 @@ def cores() -> int:
         return os.cpu_count() or 1
 
 
-@dataclass
 class Outcome:
-    """What the second half's check found, sent back pickled."""
+    """What the second half's check found, sent back pickled. (A plain class: see
+    verify.Chain.)"""
 
-    usable: bool
-    anchor: tuple[str, int] = ("", 0)
-    """The anchor's hash and seq."""
-    signed: bool = False
-    """What it assumed for the session at the anchor."""
-    needed: set[str] = field(default_factory=set)
-    count: int = 0
-    head: str = ""
-    expected: int = 0
-    last_type: Any = ""
-    warnings: list[str] = field(default_factory=list)
-    start: int = 0
-    stop: int = 0
-    """The bytes of the lines it checked, after the anchor."""
+    def __init__(self, usable: bool, anchor: tuple[str, int] = ("", 0), signed: bool = False,
+                 needed: set[str] | None = None, count: int = 0, head: str = "",
+                 expected: int = 0, last_type: Any = "", warnings: list[str] | None = None,
+                 start: int = 0, stop: int = 0) -> None:
+        self.usable = usable
+        self.anchor = anchor
+        """The anchor's hash and seq."""
+        self.signed = signed
+        """What it assumed for the session at the anchor."""
+        self.needed = needed if needed is not None else set()
+        self.count = count
+        self.head = head
+        self.expected = expected
+        self.last_type = last_type
+        self.warnings = warnings if warnings is not None else []
+        self.start = start
+        self.stop = stop
+        """start..stop: the bytes of the lines it checked, after the anchor."""
 
 
 class Half:
