@@ -348,3 +348,32 @@ def test_log_verify_of_a_long_log_says_ok_from_both_halves(tmp_path: Path,
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"{count} events, hash chain intact" in done.stdout
     assert verify(log, key=None).split, "this log is long enough to be split"
+
+
+def test_a_log_swapped_under_verify_is_checked_as_the_file_it_opened(
+        tmp_path: Path, split: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Someone replaces the log (rename over its path) once verify has opened it and before the
+    second process starts: a copy with the same first half and a different, well-chained second
+    half. The second process reads the file verify opened, not the path again, so the answer
+    is the opened file's (its count and head), and it is the one-pass answer for that file."""
+    original = write(tmp_path / "a.jsonl", session(None, 30), None)
+    expected = outcome(verify(original, key=KEY))
+    at = seam(original)
+    lines = original.read_bytes().splitlines()
+    records = [json.loads(line) for line in lines]
+    forged = records[: at + 1] + [
+        {"v": 1, "seq": records[at]["seq"] + n, "ts": 1796132909.5, "type": "notice",
+         "message": f"forged {n}", "kind": "info"} for n in range(1, 40)]
+    other = tmp_path / "other.jsonl"
+    write_chain(other, forged, None)
+    assert other.read_bytes().splitlines()[: at + 1] == lines[: at + 1]
+    count_newlines = verify_split._count_newlines
+
+    def swap_then_count(fd: int, stop: int) -> int:
+        os.replace(other, original)  # between verify's open and the fork
+        return count_newlines(fd, stop)
+
+    monkeypatch.setattr(verify_split, "_count_newlines", swap_then_count)
+    result = verify(original, key=KEY)
+    assert outcome(result) == expected and result.split
+    assert result.count == len(lines) != len(forged)
