@@ -17,15 +17,7 @@ from agent_cli.log import keys, writer
 from agent_cli.log.reader import BadLine, read_events
 from agent_cli.log.verify import verify
 from agent_cli.log.writer import SessionLog
-from tests.scripts import PLUGIN, run_session, text, tool_use
-
-
-@pytest.fixture
-def tools_dir(tmp_path: Path) -> Path:
-    d = tmp_path / "tools"
-    d.mkdir()
-    (d / "echo_write.py").write_text(PLUGIN, encoding="utf-8")
-    return d
+from tests.scripts import run_session, text, tool_use
 
 
 def records(path: Path) -> list[dict[str, Any]]:
@@ -33,9 +25,9 @@ def records(path: Path) -> list[dict[str, Any]]:
 
 
 def test_each_record_is_one_ascii_line_chained_by_sha256(workspace: Path, tmp_path: Path,
-                                                          tools_dir: Path) -> None:
+                                                          tools: Path) -> None:
     log = tmp_path / "s.jsonl"
-    run_session(workspace, log, prompt="héllo \u2028 wörld", tools_dir=tools_dir)
+    run_session(workspace, log, prompt="héllo \u2028 wörld", tools_dir=tools)
     data = log.read_bytes()
     assert data.isascii() and data.endswith(b"\n")
     recs = records(log)
@@ -61,11 +53,11 @@ def test_each_record_is_one_ascii_line_chained_by_sha256(workspace: Path, tmp_pa
 
 
 def test_appending_to_an_existing_log_continues_its_chain(workspace: Path, tmp_path: Path,
-                                                          tools_dir: Path) -> None:
+                                                          tools: Path) -> None:
     log = tmp_path / "s.jsonl"
-    run_session(workspace, log, tools_dir=tools_dir)
+    run_session(workspace, log, tools_dir=tools)
     first = len(records(log))
-    run_session(workspace, log, prompt="again", tools_dir=tools_dir)
+    run_session(workspace, log, prompt="again", tools_dir=tools)
     recs = records(log)
     assert recs[first]["type"] == "session_start" and recs[first]["seq"] == first + 1
     result = verify(log)
@@ -73,9 +65,9 @@ def test_appending_to_an_existing_log_continues_its_chain(workspace: Path, tmp_p
 
 
 def test_torn_last_line_is_skipped_and_the_next_writer_starts_a_fresh_line(
-        workspace: Path, tmp_path: Path, tools_dir: Path) -> None:
+        workspace: Path, tmp_path: Path, tools: Path) -> None:
     log = tmp_path / "s.jsonl"
-    run_session(workspace, log, tools_dir=tools_dir)
+    run_session(workspace, log, tools_dir=tools)
     good = len(records(log))
     with open(log, "ab") as f:
         f.write(b'{"v":1,"seq":99,"ts":1.0,"hash":"ab')  # the process died mid-write
@@ -86,7 +78,7 @@ def test_torn_last_line_is_skipped_and_the_next_writer_starts_a_fresh_line(
     warned = verify(log)
     assert warned.ok and any("torn" in w for w in warned.warnings)
 
-    run_session(workspace, log, prompt="after the crash", tools_dir=tools_dir)
+    run_session(workspace, log, prompt="after the crash", tools_dir=tools)
     lines = log.read_bytes().split(b"\n")
     assert lines[good].startswith(b'{"v":1,"seq":99')  # the torn piece, now alone on its line
     assert json.loads(lines[good + 1])["type"] == "session_start"
@@ -97,9 +89,9 @@ def test_torn_last_line_is_skipped_and_the_next_writer_starts_a_fresh_line(
 
 
 def test_reader_loads_every_valid_event_around_nuls_separators_and_raw_utf8(
-        workspace: Path, tmp_path: Path, tools_dir: Path) -> None:
+        workspace: Path, tmp_path: Path, tools: Path) -> None:
     log = tmp_path / "s.jsonl"
-    run_session(workspace, log, prompt="a\u2028b\u0085c\u2029d\rsame record", tools_dir=tools_dir)
+    run_session(workspace, log, prompt="a\u2028b\u0085c\u2029d\rsame record", tools_dir=tools)
     lines = log.read_bytes().split(b"\n")[:-1]
     raw_utf8 = json.dumps({"v": 1, "seq": 0, "ts": 1.0, "hash": "", "type": "notice",
                            "message": "raw \u2028 line\u0085 from another writer é"},
