@@ -284,7 +284,7 @@ def test_unsupported_kernel_is_said_at_start_and_on_every_panel(
 def test_an_old_abi_says_which_part_is_missing(workspace: Path, outside: Path,
                                                listener: Listener,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("AGENT_CLI_SANDBOX_PROBE", "abi:3")
+    monkeypatch.setenv("AGENT_CLI_SANDBOX_PROBE", "abi:3,noseccomp")
     out = approved_commands(workspace, {"command": connect_cmd(listener.port)},
                             f"touch {outside}/x")
     if not confined(out):
@@ -298,10 +298,24 @@ def test_an_old_abi_says_which_part_is_missing(workspace: Path, outside: Path,
     assert out.started().sandbox["landlock_abi"] == 3  # type: ignore[index]
 
 
+def test_an_old_abi_with_the_socket_filter_still_has_no_network(
+        workspace: Path, listener: Listener, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Landlock ABI 3 has no TCP rules, but the seccomp filter refuses the socket itself."""
+    monkeypatch.setenv("AGENT_CLI_SANDBOX_PROBE", "abi:3")
+    out = approved_commands(workspace, {"command": connect_cmd(listener.port)})
+    if not confined(out) or not SUPPORT.seccomp:
+        return
+    assert LINE in out.preview(0) and "no network rules" not in out.preview(0)
+    assert "PermissionError" in out.result("c1").content and listener.accepted == 0
+
+
 def test_gaps_by_abi() -> None:
     assert Support(7).gaps(False) == []
     assert Support(5).gaps(False) == ["signals to other processes not blocked: Landlock ABI 5"]
-    assert "no network rules: Landlock ABI 2" in Support(2).gaps(False)
+    assert "no network rules: Landlock ABI 2" in Support(2, seccomp=False).gaps(False)
+    assert "no network rules: Landlock ABI 2" not in Support(2).gaps(False)  # the filter
+    assert Support(7, seccomp=False).gaps(False) == [
+        "UDP, unix and other sockets not blocked: no seccomp filter here"]
     assert "no network rules: Landlock ABI 2" not in Support(2).gaps(True)
     assert Support(0, "kernel has no Landlock").gaps(False) == []
     assert landlock.fs_handled(1) == (1 << 13) - 1
