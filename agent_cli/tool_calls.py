@@ -289,7 +289,7 @@ class CallRunner:
         tool: Tool = call.tool
         self.emit(ev.ToolStarted(id=call.id, name=call.name,
                                  sandbox=None if self.sandbox is None
-                                 else self.sandbox.record_for(call.value)))
+                                 else self.sandbox.record_for(call.value, call.source)))
         start = time.monotonic()
         box: dict[str, Any] = {}
 
