@@ -210,6 +210,8 @@ class CallRunner:
             extra = dict(call.panel_extra)
             if self.effects is not None:
                 extra.update(self.effects.notes(call))
+            if self.sandbox is not None:
+                extra.update(self.sandbox.panel_extra(call.source))
             call = replace(call, preview=self._preview(call, ctx), panel_extra=extra)
         decision = self._decide(call)
         self.emit(approval_event(call, decision))

@@ -257,6 +257,15 @@ class Sandbox:
             return {"mode": "unknown", "server": source[4:]}
         return self.record(wants_network(args))
 
+    def panel_extra(self, source: str) -> dict[str, str]:
+        """A panel row for a call of an MCP server's tool: what that server may do (the bold
+        warning when it runs unconfined); nothing for other calls (run_command says it in its
+        preview)."""
+        caps = self._servers.get(source[4:]) if source.startswith("mcp:") else None
+        if caps is None:
+            return {}
+        return {"sandbox": "; ".join(caps.server_lines())}
+
     # -- enforcement ---------------------------------------------------------------------
 
     def tmpdir(self) -> Path:
