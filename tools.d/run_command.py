@@ -152,7 +152,21 @@ def run(args: Args, ctx: ToolContext) -> ToolOutput:
     body = res.text()
     text = f"[{'; '.join(facts)}]\n{body}" if body else f"[{'; '.join(facts)}]\n(no output)"
     failed = res.timed_out or res.cancelled or res.returncode != 0
+    said = _say_it(body, args, ctx) if failed else None
+    if said is not None:
+        text = f"{text.rstrip()}\n{said}"
     return ToolOutput(text, failed)
+
+
+def _say_it(body: str, args: Args, ctx: ToolContext) -> "str | None":
+    """The sandbox's one line after a failed result that looks like its refusal (the model
+    reads it too, so it knows the command was confined)."""
+    box = _sandbox(ctx)
+    if box is None or not box.enforced:
+        return None
+    from agent_cli.sandbox.diagnose import explain
+
+    return explain(body, box.capabilities(args.network))
 
 
 TOOL = Tool(
