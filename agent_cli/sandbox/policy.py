@@ -177,6 +177,7 @@ class Sandbox:
         if not self.enforced:
             return Capabilities("none", network=True, reason=self.support.reason or NO_LANDLOCK,
                                 name=name)
+        write: tuple[str, ...]
         if writable is None:
             write = (str(self.workspace), str(self.tmpdir()))
         else:

@@ -8,7 +8,9 @@ and says so in bold, at its start and on its panel. Every call logs the server's
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -181,9 +183,9 @@ def test_sandbox_off_for_one_server_is_unconfined_and_said_in_bold(
         tmp_path: Path, workspace: Path, home: Path) -> None:
     inbox = Inbox("udp")
     try:
-        events, folder, _ = run_server(tmp_path, workspace, inbox,
-                                       [("h__write", {"path": str(workspace / "ws.txt")})],
-                                       sandbox="off")
+        events, _, _ = run_server(tmp_path, workspace, inbox,
+                                  [("h__write", {"path": str(workspace / "ws.txt")})],
+                                  sandbox="off")
         assert inbox.arrived.wait(30)  # it really is unconfined: the start-up theft arrives
     finally:
         inbox.close()
@@ -194,3 +196,35 @@ def test_sandbox_off_for_one_server_is_unconfined_and_said_in_bold(
     assert events[-1].seen[0].panel_extra["sandbox"].startswith(warning)
     started = next(e for e in events if isinstance(e, ev.ToolStarted))
     assert started.sandbox == {"mode": "off", "server": "h"}
+
+
+def test_mcp_list_shows_each_servers_confinement(tmp_path: Path, home: Path) -> None:
+    folder = tmp_path / "srv"
+    folder.mkdir()
+    (folder / "server.py").write_text(SERVER)
+    grant = tmp_path / "cache"
+    grant.mkdir()
+    cfg = tmp_path / "cfg.toml"
+    cfg.write_text(f"""
+[mcp.servers.boxed]
+command = {json.dumps(sys.executable)}
+args = [{json.dumps(str(folder / "server.py"))}, "9"]
+cwd = {json.dumps(str(folder))}
+writable = [{json.dumps(str(grant))}]
+
+[mcp.servers.open]
+command = {json.dumps(sys.executable)}
+args = [{json.dumps(str(folder / "server.py"))}, "9"]
+cwd = {json.dumps(str(folder))}
+sandbox = "off"
+""")
+    out = subprocess.run([sys.executable, "-m", "agent_cli", "mcp", "list", "--config",
+                          str(cfg)], capture_output=True, text=True, timeout=120,
+                         env=dict(os.environ, COLUMNS="400"), stdin=subprocess.DEVNULL)
+    shown = " ".join(out.stdout.split())
+    assert "MCP server open: SANDBOX OFF for MCP server open" in shown, out.stdout + out.stderr
+    if not SUPPORT.abi:
+        assert "MCP server boxed: not sandboxed" in shown
+        return
+    assert "MCP server boxed: writes:" in shown and str(grant.resolve()) in shown
+    assert "network: none" in shown and "reads: everything except" in shown

@@ -15,7 +15,7 @@ from agent_cli import events as ev
 from agent_cli.approval import ScriptedApprover
 from agent_cli.config import Settings
 from agent_cli.providers.scripted import ScriptedProvider
-from agent_cli.sandbox.policy import LINE, probe
+from agent_cli.sandbox.policy import LINE, probe  # noqa: F401 (re-exported)
 from agent_cli.session import Session
 from agent_cli.tools.loader import load_tools
 from tests.scripts import calls, done, use
