@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import ctypes
 import errno
-import platform
+import os
+
 
 PR_SET_NO_NEW_PRIVS = 38
 PR_SET_SECCOMP = 22
@@ -56,12 +57,12 @@ class SockFprog(ctypes.Structure):
 
 def supported() -> bool:
     """True when this machine's architecture has a filter here."""
-    return platform.machine() in _NATIVE
+    return os.uname().machine in _NATIVE
 
 
 def program() -> list[tuple[int, int, int, int]]:
     """The filter as (code, jt, jf, k) instructions (jumps relative, as BPF wants)."""
-    machine = platform.machine()
+    machine = os.uname().machine
     arch, sys_socket, sys_uring = _NATIVE[machine]
     compat_arch, compat_calls = _COMPAT[machine]
     # (label or None, code, k, jt label, jf label); "" means the next instruction.
