@@ -9,8 +9,10 @@ thread only and need CAP_SYS_ADMIN (root, in practice: unshare of a user namespa
 to a process with threads). Where they are refused, processes are ended by the marker in their
 environment (agent_cli.tools.procs), and the panel says so.
 
-A command that is PID 1 ignores signals it has no handler for when they come from inside its
-namespace; agent-cli signals it from outside, where SIGTERM and SIGKILL work as usual.
+A command that is PID 1 gets only the signals it has a handler for, SIGKILL excepted (sent from
+outside, as agent-cli does, SIGKILL always ends it). So on a timeout or Ctrl-C a command that
+does not handle SIGTERM is killed after the grace period (agent_cli.tools.procs.TERM_GRACE_S)
+rather than at once; its other processes get SIGTERM as before.
 """
 
 from __future__ import annotations

@@ -163,3 +163,19 @@ def test_the_allow_list_is_built_once_per_session(workspace: Path, home: Path) -
         return
     box = out.session.sandbox
     assert len(box._plans) == 2  # one per record (network or not), not one per command
+
+
+def test_run_in_the_home_folder_the_credentials_stay_out_of_reach(home: Path) -> None:
+    """The workspace is the home folder itself: writable and readable, but ~/.ssh carved out."""
+    (home / "proj").mkdir()
+    out = approved_commands(home, "cat .ssh/id_rsa", "cat .aws/credentials",
+                            "echo new > proj/made.txt && cat notes/todo.txt",
+                            "rm -rf .ssh; echo rc=$?")
+    if not confined(out):
+        return
+    for cid in ("c1", "c2"):
+        assert "secret-0451" not in out.result(cid).content
+        assert "Permission denied" in out.result(cid).content
+    assert not out.result("c3").is_error, out.result("c3").content
+    assert (home / "proj" / "made.txt").read_text() == "new\n"
+    assert (home / ".ssh" / "id_rsa").exists()  # nothing under a denied path can be removed
