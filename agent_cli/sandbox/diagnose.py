@@ -20,6 +20,8 @@ _DENIED = re.compile(r"EACCES|EPERM|EROFS|permission denied|operation not permit
                      re.IGNORECASE)
 _NETWORK = re.compile(r"socket|connect|network|getaddrinfo|resolve|ECONNREFUSED|urlopen|"
                       r"https?://|dns|bind\(|EAI_", re.IGNORECASE)
+_WRITING = re.compile(r"touch|creat|writ|mkdir|remov|delet|unlink|renam|\.lock|read-only|EROFS|"
+                      r"cp:|mv:|ln:|install", re.IGNORECASE)
 _PATH = re.compile(r"""(?:^|[\s'"`(=:,\[])(~?/[^\s'"`:,;)\]]+)""")
 
 
@@ -64,7 +66,8 @@ def explain(text: str, caps: Capabilities | None) -> str | None:
             else:
                 how = ("commands may write only in the workspace and TMPDIR; --sandbox off "
                        "(or sandbox = \"off\") runs them unconfined")
-            return (f"sandbox: writing {path} was refused by the kernel sandbox (it may write "
+            verb = "writing" if _WRITING.search(line) else "access to"
+            return (f"sandbox: {verb} {path} was refused by the kernel sandbox (it may write "
                     f"only in {', '.join(caps.write) or 'nothing'}); {how}.")
     if not caps.network and _NETWORK.search(text):
         how = (f"network = true in {where} would allow it" if server else

@@ -182,14 +182,19 @@ class Sandbox:
             write = (str(self.workspace), str(self.tmpdir()))
         else:
             write = tuple(dict.fromkeys(expand_path(p) for p in writable))
-        gaps = list(self.support.gaps(network))
-        if writable is None and not self.pid_namespace():
-            gaps.append("processes it starts in a new session are ended by a marker in their "
-                        "environment only: no PID namespace without CAP_SYS_ADMIN")
+        gaps = self._gaps(network, command=writable is None)
         allow = tuple(expand_path(p) for p in self.read_allow)
         return Capabilities("workspace", read=("/", *allow), read_denied=self.read_denied(),
                             write=write, network=network, gaps=tuple(gaps),
                             landlock_abi=self.support.abi, name=name)
+
+    def _gaps(self, network: bool, *, command: bool) -> list[str]:
+        """What the kernel here cannot enforce of a record (a command's, or a server's)."""
+        gaps = list(self.support.gaps(network))
+        if command and not self.pid_namespace():
+            gaps.append("processes it starts in a new session are ended by a marker in their "
+                        "environment only: no PID namespace without CAP_SYS_ADMIN")
+        return gaps
 
     def server(self, name: str) -> Capabilities | None:
         """The record of a server started through `wrap` (None: never started here)."""
@@ -223,7 +228,7 @@ class Sandbox:
         if not self.enforced:
             return (f"not sandboxed: {self.support.reason or NO_LANDLOCK}. Approved commands "
                     "and MCP servers run with all your rights.")
-        gaps = self.support.gaps(network=False)
+        gaps = self._gaps(False, command=True)
         if gaps:
             return "sandbox partial: " + "; ".join(gaps) + "."
         return None

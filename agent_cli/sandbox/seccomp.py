@@ -21,7 +21,6 @@ import ctypes
 import errno
 import os
 
-
 PR_SET_NO_NEW_PRIVS = 38
 PR_SET_SECCOMP = 22
 SECCOMP_MODE_FILTER = 2

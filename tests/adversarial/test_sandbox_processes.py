@@ -67,6 +67,7 @@ def test_without_a_pid_namespace_the_panel_says_so(workspace: Path,
             return
         assert ("not confined: processes it starts in a new session are ended by a marker in "
                 "their environment only") in out.preview()
+        assert any("no PID namespace" in n for n in out.notices())  # and at start
         gaps = out.started().sandbox["gaps"]  # type: ignore[index]
         assert any("no PID namespace" in gap for gap in gaps)
         assert _alive_with(token), "without the namespace the wiped-marker process survives"

@@ -65,6 +65,8 @@ def test_a_server_is_told_its_own_settings() -> None:
     assert line is not None and 'writable = ["/repo/.git"] in [mcp.servers.git]' in line
     line = explain("Error: getaddrinfo EACCES registry.npmjs.org", caps)
     assert line is not None and "network = true in [mcp.servers.git]" in line
+    line = explain("ls: cannot open directory '/home/u/new': Permission denied", caps)
+    assert line is not None and line.startswith("sandbox: access to /home/u/new was refused")
     line = explain("open /home/u/.ssh/config: permission denied", caps)
     assert line is not None and "sandbox_read_allow" in line
     assert explain("all good", caps) is None
