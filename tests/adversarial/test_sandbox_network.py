@@ -61,6 +61,31 @@ def test_make_test_cannot_reach_a_named_socket_outside(workspace: Path, tmp_path
     assert box.got == []
 
 
+def test_a_datagram_socket_pair_cannot_be_pointed_outside(workspace: Path,
+                                                          tmp_path: Path) -> None:
+    """socketpair is allowed (pipes between a program's own processes), but a unix datagram
+    socket can be re-pointed at any named socket by connect or sendto: a datagram pair is
+    refused, and so is a plain unix datagram socket."""
+    box = Inbox("unixdgram", tmp_path / "d.sock")
+    pair = ("import socket; a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM); "
+            f"a.sendto(b'via-pair', {box.address!r}); print('sent')")
+    plain = ("import socket; s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); "
+             f"s.sendto(b'via-socket', {box.address!r}); print('sent')")
+    try:
+        out = approved_commands(workspace, {"command": [sys.executable, "-c", pair]},
+                                {"command": [sys.executable, "-c", plain]},
+                                {"command": [sys.executable, "-c", pair], "network": True})
+        granted = box.arrived.wait(30)
+    finally:
+        box.close()
+    assert granted and box.got[-1] == b"via-pair"  # the trick works where not refused
+    if not confined(out):
+        return
+    for cid in ("c1", "c2"):
+        assert "PermissionError" in out.result(cid).content, out.result(cid).content
+    assert box.got == [b"via-pair"]  # only the call with network got through
+
+
 def test_udp_reaches_loopback_when_network_is_granted(workspace: Path) -> None:
     box = Inbox("udp")
     try:

@@ -113,7 +113,8 @@ def connect_cmd(port: int) -> list[str]:
 
 class Inbox:
     """A real listener the test owns, of one kind: `udp` (127.0.0.1), `unix` (a named socket
-    at `path`) or `abstract` (an abstract unix name). Keeps every datagram or connection's
+    at `path`), `unixdgram` (a named datagram socket at `path`) or `abstract` (an abstract unix
+    name). Keeps every datagram or connection's
     first bytes it got, so a test can say exactly what reached it."""
 
     def __init__(self, kind: str, path: Path | None = None) -> None:
@@ -124,6 +125,11 @@ class Inbox:
             self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
             self.sock.bind(("127.0.0.1", 0))
             self.address: Any = self.sock.getsockname()
+        elif kind == "unixdgram":
+            assert path is not None
+            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+            self.address = str(path)
+            self.sock.bind(self.address)
         else:
             self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             if kind == "unix":
@@ -141,7 +147,7 @@ class Inbox:
     def _serve(self) -> None:
         while not self._stop.is_set():
             try:
-                if self.kind == "udp":
+                if self.kind in ("udp", "unixdgram"):
                     data, _ = self.sock.recvfrom(65536)
                 else:
                     conn, _ = self.sock.accept()
