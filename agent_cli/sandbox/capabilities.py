@@ -109,9 +109,10 @@ class Capabilities:
     def reads_line(self) -> str:
         """One line on what it may read."""
         home = str(Path.home())
+        others = [p for p in self.read_denied if "agent-cli" not in p]
         shown = [p.replace(home, "~", 1) if p.startswith(home + os.sep) else p
-                 for p in self.read_denied[:4]]
-        more = len(self.read_denied) - len(shown)
+                 for p in others[:4]]
+        more = len(others) - len(shown)
         tail = f", +{more} more" if more > 0 else ""
         return ("reads: everything except agent-cli's own state and your credential stores ("
                 + ", ".join(shown) + tail + ")")
