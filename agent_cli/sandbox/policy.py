@@ -255,12 +255,13 @@ class Sandbox:
     def record_for(self, args: Any, source: str = "") -> dict[str, Any]:
         """The record for a tool call: an MCP server's tool gets its server's record (what that
         process really may do); any other call the record of a command with the network its
-        arguments ask for."""
+        arguments ask for. A server this session started no process for (an http or sse
+        server) is recorded as `remote`."""
         if source.startswith("mcp:"):
             caps = self._servers.get(source[4:])
             if caps is not None:
                 return caps.record()
-            return {"mode": "unknown", "server": source[4:]}
+            return {"mode": "remote", "server": source[4:]}
         return self.record(wants_network(args))
 
     def panel_extra(self, source: str) -> dict[str, str]:

@@ -8,8 +8,9 @@ A process without network may create no socket except the kernel's own route net
 `getaddrinfo` uses to look at local interfaces); a stream or seqpacket `socketpair()` (an
 anonymous connected pair, reaching nobody) still works, so pipes between a program's own
 processes, asyncio and Node's child processes keep working. A datagram pair is refused: a unix
-datagram socket can be pointed at any named socket later (connect, sendto). io_uring, which can open sockets without the socket system call, is
-refused too, and so are the 32-bit socket calls of a compat process.
+datagram socket can be pointed at any named socket later (connect, sendto). io_uring, which
+can open sockets without the socket system call, is refused too, and so are the 32-bit socket
+calls of a compat process.
 
 The refusal is EACCES, which programs report as "Permission denied" (what `diagnose` looks
 for). The filter applies to the thread that installs it and everything it starts (no TSYNC),
