@@ -51,9 +51,9 @@ def test_credential_stores_are_unreadable_the_rest_of_home_is_not(workspace: Pat
     (workspace / "door").symlink_to(home / ".ssh")
     out = approved_commands(
         workspace, *reads, "cat door/id_rsa", f"ln {home}/.ssh/id_rsa stolen && cat stolen",
-        f"grep -r secret-0451 {home}",
+        f"cat /proc/self/root{home}/.ssh/id_rsa {home}/notes/../.ssh/id_rsa",
         f"cat {home}/.gitconfig {home}/.docker/features.json {home}/notes/todo.txt && ls -a "
-        f"{home} && ls /")
+        f"{home} && ls /", f"grep -r secret-0451 {home}")
     off = approved_commands(workspace, *reads, sandbox="off")
     for i in range(1, len(SECRETS) + 1):
         assert "secret-0451" in off.result(f"c{i}").content  # unconfined, each read works
@@ -63,6 +63,7 @@ def test_credential_stores_are_unreadable_the_rest_of_home_is_not(workspace: Pat
     for i in range(1, n + 4):
         res = out.result(f"c{i}")
         assert "secret-0451" not in res.content, res.content
+    assert "Permission denied" in out.result(f"c{n + 3}").content
     for i in range(1, n + 2):
         assert "Permission denied" in out.result(f"c{i}").content
     assert "Invalid cross-device link" in out.result(f"c{n + 2}").content  # Landlock: no refer
@@ -71,6 +72,8 @@ def test_credential_stores_are_unreadable_the_rest_of_home_is_not(workspace: Pat
     assert not allowed.is_error, allowed.content
     for word in ("readable-0451", "readable-docker-0451", "readable-notes-0451", ".ssh", "usr"):
         assert word in allowed.content
+    grep = out.result(f"c{n + 5}").content
+    assert "secret-0451" not in grep and "Permission denied" in grep
     assert "sandbox: reads: everything except agent-cli's own state" in out.preview()
     record = out.started().sandbox
     assert record is not None and str(home / ".ssh") in record["reads_denied"]
