@@ -77,6 +77,8 @@ class Capabilities:
     """Readable roots (beneath each, everything but `read_denied`)."""
     read_denied: tuple[str, ...] = ()
     """Carved out of `read` (and of `write`): agent-cli's state, credential stores."""
+    state: tuple[str, ...] = ()
+    """agent-cli's own state (part of `read_denied`): no grant reaches inside it."""
     write: tuple[str, ...] = ()
     """Writable roots (also readable), minus `read_denied`."""
     network: bool = False

@@ -127,6 +127,7 @@ class Sandbox:
         """More of agent-cli's own state (a `log_dir`, config files read)."""
         self._tmp: Path | None = None
         self._denied: tuple[str, ...] | None = None
+        self._state: tuple[str, ...] | None = None
         self._plans: dict[Capabilities, list[tuple[str, Any]]] = {}
         self._rulesets: dict[Capabilities, int] = {}
         self._spawners: dict[bool, Any] = {}
@@ -143,9 +144,10 @@ class Sandbox:
 
     def read_denied(self) -> tuple[str, ...]:
         """The read-deny list (defaults, plus `sandbox_read_deny`, minus `sandbox_read_allow`),
-        resolved; computed once per session."""
+        resolved; computed once per session. agent-cli's own state is never taken out."""
         from agent_cli.sandbox.capabilities import default_read_deny, expand_path
 
+        state = self.state_denied()
         with self._lock:
             if self._denied is None:
                 allow = {expand_path(p) for p in self.read_allow}
@@ -153,10 +155,22 @@ class Sandbox:
                 paths += [expand_path(p) for p in self.read_deny_extra]
                 out: list[str] = []
                 for path in paths:
-                    if path not in allow and path not in out and path != "/":
+                    if (path in state or path not in allow) and path not in out and path != "/":
                         out.append(path)
                 self._denied = tuple(out)
             return self._denied
+
+    def state_denied(self) -> tuple[str, ...]:
+        """agent-cli's own state, resolved: out of reach of every confined process whatever is
+        granted (a server's `cwd` or `writable`, `sandbox_read_allow`), so the log key stays
+        secret and a signed log means what it says."""
+        from agent_cli.sandbox.capabilities import expand_path, own_state_paths
+
+        with self._lock:
+            if self._state is None:
+                self._state = tuple(dict.fromkeys(expand_path(str(p))
+                                                  for p in own_state_paths(self.state)))
+            return self._state
 
     def pid_namespace(self) -> bool:
         """Whether run_command's children can get a PID namespace here (probed once)."""
@@ -185,6 +199,7 @@ class Sandbox:
         gaps = self._gaps(network, command=writable is None)
         allow = tuple(expand_path(p) for p in self.read_allow)
         return Capabilities("workspace", read=("/", *allow), read_denied=self.read_denied(),
+                            state=self.state_denied(),
                             write=write, network=network, gaps=tuple(gaps),
                             landlock_abi=self.support.abi, name=name)
 
@@ -299,7 +314,8 @@ class Sandbox:
             rules = self._plans.get(caps)
             if rules is None:
                 allow = caps.read[1:]
-                rules = plan(caps.read[:1], caps.write, caps.read_denied, allow)
+                rules = plan(caps.read[:1], caps.write, caps.read_denied, allow,
+                             never=caps.state)
                 self._plans[caps] = rules
             return rules
 

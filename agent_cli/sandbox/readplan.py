@@ -9,7 +9,8 @@ their own (the kernel checks the real path, which has its rule where it really i
 to a denied folder opens nothing.
 
 A root that lies inside a denied path is granted as it is: it was asked for explicitly (the
-workspace, a server's `writable`, `sandbox_read_allow`).
+workspace, a server's `writable`, `sandbox_read_allow`); except inside agent-cli's own state
+(`never`), which no grant reaches.
 
 Entries created later beneath a carved folder have no rule: they are unreadable until the next
 session. The plan is built once per session and record (`Sandbox` caches it).
@@ -53,20 +54,20 @@ def carve(root: str, grant: Grant, denied: Iterable[str], out: list[tuple[str, G
 
 
 def plan(read: Iterable[str], write: Iterable[str], denied: Iterable[str],
-         allow: Iterable[str] = ()) -> list[tuple[str, Grant]]:
+         allow: Iterable[str] = (), never: Iterable[str] = ()) -> list[tuple[str, Grant]]:
     """The rules for a record: each readable and writable root carved around `denied` (a root
-    inside a denied path is taken as asked), then `allow` (re-allowed reads) as they are."""
+    inside a denied path is taken as asked, unless it is inside `never`), then `allow`
+    (re-allowed reads) as they are, again unless inside `never`."""
     denied = list(denied)
+    never = list(never)
     out: list[tuple[str, Grant]] = []
-    for root in read:
+    grants: list[tuple[str, Grant]] = [(r, "read") for r in read] + [(w, "write") for w in write]
+    for root, grant in grants:
+        if any(_inside(root, n) for n in never):
+            continue
         if any(_inside(root, d) for d in denied):
-            out.append((root, "read"))
+            out.append((root, grant))
         else:
-            carve(root, "read", denied, out)
-    for root in write:
-        if any(_inside(root, d) for d in denied):
-            out.append((root, "write"))
-        else:
-            carve(root, "write", denied, out)
-    out.extend((path, "read") for path in allow)
+            carve(root, grant, denied, out)
+    out.extend((path, "read") for path in allow if not any(_inside(path, n) for n in never))
     return out

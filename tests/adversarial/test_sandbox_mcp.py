@@ -228,3 +228,22 @@ sandbox = "off"
         return
     assert "MCP server boxed: writes:" in shown and str(grant.resolve()) in shown
     assert "network: none" in shown and "reads: everything except" in shown
+
+
+def test_a_grant_never_reaches_agent_clis_state(tmp_path: Path, workspace: Path,
+                                                home: Path) -> None:
+    """`writable = [AGENT_CLI_HOME]` (a hostile import, a typo) still leaves the key out."""
+    state = Path(os.environ["AGENT_CLI_HOME"])
+    inbox = Inbox("udp")
+    try:
+        events, _, _ = run_server(tmp_path, workspace, inbox,
+                                  [("h__again", {"path": str(state / "log.key")}),
+                                   ("h__write", {"path": str(state / "planted")})],
+                                  writable=[str(state)])
+    finally:
+        inbox.close()
+    res = results(events)
+    if not SUPPORT.abi:
+        return
+    assert "read refused: Permission denied" in res["m1"]
+    assert res["m2"].startswith("refused") and not (state / "planted").exists()

@@ -182,3 +182,18 @@ def test_run_in_the_home_folder_the_credentials_stay_out_of_reach(home: Path) ->
     assert not out.result("c3").is_error, out.result("c3").content
     assert (home / "proj" / "made.txt").read_text() == "new\n"
     assert (home / ".ssh" / "id_rsa").exists()  # nothing under a denied path can be removed
+
+
+def test_no_setting_reopens_agent_clis_own_state(workspace: Path, home: Path) -> None:
+    """`sandbox_read_allow` can take a credential store out of the list, never the log key."""
+    state = Path(os.environ["AGENT_CLI_HOME"])
+    out = approved_commands(workspace, f"cat {state}/log.key", f"cat {home}/.netrc",
+                            sandbox_read_allow=[str(state / "log.key"), str(state),
+                                                "~/.netrc"])
+    if not confined(out):
+        return
+    key = my_key().hex()
+    assert key not in out.result("c1").content and "Permission denied" in out.result("c1").content
+    assert "netrc-secret-0451" in out.result("c2").content  # the credential store: allowed
+    record = out.started().sandbox
+    assert record is not None and str(state.resolve()) in record["reads_denied"]
