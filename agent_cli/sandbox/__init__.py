@@ -1,4 +1,4 @@
-"""The kernel sandbox of approved commands and MCP servers (SECURITY.md section 8, README "The sandbox").
+"""The kernel sandbox of approved commands and MCP servers (SECURITY.md section 8).
 
 - `policy`: the session's `Sandbox` (what is confined, what the kernel can enforce, the words
   for the panel, the log and the model); it computes every process's record;
