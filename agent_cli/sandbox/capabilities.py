@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -90,7 +90,6 @@ class Capabilities:
     """Why nothing is confined (kind "none")."""
     name: str | None = None
     """The MCP server this record belongs to, if any."""
-    extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def record(self) -> dict[str, Any]:
         """The `sandbox` field of a tool_started event: the process's real confinement."""
