@@ -67,7 +67,14 @@ class MCPServer(BaseModel):
     2025-11-25 `initialize` (a server that ignores discovery costs 10 s that way); "legacy" or
     "2026-07-28" pins one of the two."""
     network: bool = False
-    """Let the server open network (TCP) connections; off, it is confined like a command."""
+    """Let the server open network connections and sockets; off, it may create none (a
+    confined command's rule)."""
+    writable: list[str] = []
+    """Folders (or files) the server may write besides its cwd and private temporary folder,
+    e.g. ["~/.npm"] for npx's cache; `~` and `${VAR}` expanded. Shown at its start."""
+    sandbox: Literal["workspace", "off"] = "workspace"
+    """"off" runs this one server unconfined (all your rights), with a bold warning at its
+    start and on its panels."""
     enabled_tools: list[str] | None = None
     """Only these of the server's tools are offered (remote names); default all."""
     disabled_tools: list[str] = []
@@ -173,6 +180,11 @@ class Settings(BaseModel):
     """Confine every approved command and MCP server with the kernel (Landlock): writes only
     inside the workspace (a server: its cwd) and a private temporary folder, no network unless
     asked for. "off" runs them with all your rights (--sandbox off, for one session)."""
+    sandbox_read_deny: list[str] = []
+    """More paths no approved command or MCP server may read, on top of the defaults (agent-cli's
+    own state and the credential stores listed in README "The sandbox")."""
+    sandbox_read_allow: list[str] = []
+    """Paths taken out of the read-deny list, readable again (e.g. "~/.ssh/known_hosts")."""
 
     # Scoped agency (tools/scope.py): what the session offers the model, and its budgets.
     tools: list[str] | None = None

@@ -147,9 +147,12 @@ class ToolStarted(EventBase):
     """The tool_use id."""
     name: str
     sandbox: dict[str, Any] | None = None
-    """The confinement in force for processes this call starts: {"mode": "workspace",
-    "landlock_abi", "network", "writes", "gaps"}, {"mode": "off"} or {"mode": "none",
-    "reason"}; None when the loop had no sandbox (older logs, bare loops)."""
+    """The confinement in force for processes this call starts, its capability record
+    (agent_cli.sandbox.capabilities): {"mode": "workspace", "landlock_abi", "network", "reads",
+    "reads_denied", "writes", "gaps"} (plus "server" for an MCP tool's call: its server's
+    record), {"mode": "off"} (plus "server"), {"mode": "none", "reason"}, or {"mode": "remote",
+    "server"} for a server with no local process (http, sse); None when the loop had no sandbox
+    (older logs, bare loops)."""
 
 
 class ToolResultEvent(EventBase):

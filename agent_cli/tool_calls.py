@@ -210,6 +210,8 @@ class CallRunner:
             extra = dict(call.panel_extra)
             if self.effects is not None:
                 extra.update(self.effects.notes(call))
+            if self.sandbox is not None:
+                extra.update(self.sandbox.panel_extra(call.source))
             call = replace(call, preview=self._preview(call, ctx), panel_extra=extra)
         decision = self._decide(call)
         self.emit(approval_event(call, decision))
@@ -289,7 +291,7 @@ class CallRunner:
         tool: Tool = call.tool
         self.emit(ev.ToolStarted(id=call.id, name=call.name,
                                  sandbox=None if self.sandbox is None
-                                 else self.sandbox.record_for(call.value)))
+                                 else self.sandbox.record_for(call.value, call.source)))
         start = time.monotonic()
         box: dict[str, Any] = {}
 

@@ -8,9 +8,11 @@
    same process running `true`; and, for scale, what `subprocess.run(capture_output=True)` costs
    for 100 MB.
 
-3. Sandbox: `true` through the runner with and without Landlock confinement (children started
-   by a confined spawner thread, rulesets built once per session), interleaved; and, for scale,
-   the exec wrapper that MCP servers go through (a Python start before the real program).
+3. Sandbox: `true` through the runner unconfined, with the confinement of before (Landlock
+   writes only) and with the capability record (reads carved around agent-cli's state and the
+   credential stores, the socket filter, a PID namespace per command), interleaved; the build of
+   the read allow-list and ruleset (once per session); and, for scale, the exec wrapper that
+   MCP servers go through (a Python start before the real program).
 
 Run: python bench/bench_run_command.py [--runs N]
 """
@@ -63,9 +65,26 @@ def child(mode: str, size: int) -> tuple[int, int, int, float]:
     return int(total), int(kept), int(rss), float(took)
 
 
+def _legacy_spawner(box: object, cwd: str) -> object:
+    """The confinement before the capability record (for the before/after): Landlock with
+    reads everywhere and writes in the workspace and the session's temporary folder, no socket
+    filter, no PID namespace."""
+    from agent_cli.sandbox import landlock
+    from agent_cli.sandbox.policy import WRITE_DEVICES
+    from agent_cli.sandbox.spawner import Spawner
+
+    tmp = str(box.tmpdir())  # type: ignore[attr-defined]
+    fd = landlock.build_ruleset(box.support.abi,  # type: ignore[attr-defined]
+                                rules=[("/", "read"), (cwd, "write"), (tmp, "write")],
+                                write_files=WRITE_DEVICES, network=False)
+    return Spawner(fd, name="bench-legacy")
+
+
 def sandbox_figures(runs: int, cwd: str, env: dict[str, str]) -> None:
-    """`true` through the runner without and with confinement, interleaved run by run so that
-    the load of a shared machine hits both alike."""
+    """`true` through the runner unconfined, with the confinement of before (writes only) and
+    with today's record (reads carved around the denied paths, the socket filter, a PID
+    namespace per command), interleaved run by run so that the load of a shared machine hits
+    all alike; and what building the read allow-list costs, once per session."""
     from pathlib import Path
 
     from agent_cli.sandbox.policy import Sandbox
@@ -74,25 +93,55 @@ def sandbox_figures(runs: int, cwd: str, env: dict[str, str]) -> None:
     if not box.enforced:
         print(f"\nsandbox: not measured: {box.support.reason}")
         return
+    builds = []
+    for _ in range(5):
+        fresh = Sandbox("workspace", Path(cwd))
+        t = time.perf_counter()
+        caps = fresh.capabilities(False)
+        rules = fresh.plan(caps)
+        fresh._ruleset(caps)
+        builds.append(time.perf_counter() - t)
+        fresh.close()
+    build = statistics.median(builds) * 1000
+    legacy = _legacy_spawner(box, cwd)
+
+    class Legacy:
+        support = box.support
+
+        def popen(self, network: bool) -> object:
+            return legacy.popen  # type: ignore[attr-defined]
+
+        def env(self, env: dict[str, str]) -> dict[str, str]:
+            return box.env(env)
+
+    old = Legacy()
     for _ in range(10):
         run_process(["true"], cwd=cwd, env=env, timeout_s=30, sandbox=box)
-    off: list[float] = []
-    on: list[float] = []
+        run_process(["true"], cwd=cwd, env=env, timeout_s=30, sandbox=old)
+    times: dict[str, list[float]] = {"off": [], "before": [], "now": []}
     for _ in range(runs):
-        for sandbox, times in ((None, off), (box, on)):
+        for key, sandbox in (("off", None), ("before", old), ("now", box)):
             t = time.perf_counter()
             run_process(["true"], cwd=cwd, env=env, timeout_s=30, sandbox=sandbox)
-            times.append(time.perf_counter() - t)
-    plain, confined = statistics.median(off) * 1000, statistics.median(on) * 1000
-    print(f"\nsandbox (Landlock ABI {box.support.abi}), `true`, median of {runs} interleaved "
+            times[key].append(time.perf_counter() - t)
+    plain, before, now = (statistics.median(times[k]) * 1000 for k in ("off", "before", "now"))
+    print(f"\nsandbox (Landlock ABI {box.support.abi}, socket filter "
+          f"{'on' if box.support.seccomp else 'off'}, PID namespace "
+          f"{'on' if box.pid_namespace() else 'off'}), `true`, median of {runs} interleaved "
           "runs:")
-    print(f"  runner, unconfined      {plain:7.2f} ms")
-    print(f"  runner, sandboxed       {confined:7.2f} ms   ({confined - plain:+.2f} ms per call)")
+    print(f"  runner, unconfined          {plain:7.2f} ms")
+    print(f"  runner, before (writes)     {before:7.2f} ms   ({before - plain:+.2f} ms per call)")
+    print(f"  runner, now (the record)    {now:7.2f} ms   ({now - plain:+.2f} ms per call, "
+          f"{now - before:+.2f} ms against before)")
+    print(f"  read allow-list + ruleset   {build:7.2f} ms   ({len(rules)} rules, "
+          f"{len(caps.read_denied)} denied paths; once per session and record)")
+    print(f"  first command of a session  {now + build:7.2f} ms   (the build included)")
     argv, _tmp = box.wrap(["true"], writable=cwd, network=False, name="bench")
     n = max(10, runs // 10)
     wrapped = median_ms(lambda: subprocess.run(argv, check=True), n)
-    print(f"  exec wrapper (MCP path) {wrapped:7.2f} ms   (subprocess.run of the wrapper around "
-          f"`true`, {n} runs; paid once per server start)")
+    print(f"  exec wrapper (MCP path)     {wrapped:7.2f} ms   (subprocess.run of the wrapper "
+          f"around `true`, {n} runs; paid once per server start)")
+    legacy.close()  # type: ignore[attr-defined]
     box.close()
 
 

@@ -32,7 +32,7 @@ class Args(BaseModel):
     )
     network: bool = Field(
         False,
-        description="Let the command open network (TCP) connections. Off by default; set it "
+        description="Let the command use the network (and sockets). Off by default; set it "
                     "only when the task needs the network (installing packages, fetching); the "
                     "user sees it in the approval panel.",
     )
@@ -152,7 +152,21 @@ def run(args: Args, ctx: ToolContext) -> ToolOutput:
     body = res.text()
     text = f"[{'; '.join(facts)}]\n{body}" if body else f"[{'; '.join(facts)}]\n(no output)"
     failed = res.timed_out or res.cancelled or res.returncode != 0
+    said = _say_it(body, args, ctx) if failed else None
+    if said is not None:
+        text = f"{text.rstrip()}\n{said}"
     return ToolOutput(text, failed)
+
+
+def _say_it(body: str, args: Args, ctx: ToolContext) -> "str | None":
+    """The sandbox's one line after a failed result that looks like its refusal (the model
+    reads it too, so it knows the command was confined)."""
+    box = _sandbox(ctx)
+    if box is None or not box.enforced:
+        return None
+    from agent_cli.sandbox.diagnose import explain
+
+    return explain(body, box.capabilities(args.network))
 
 
 TOOL = Tool(
@@ -165,8 +179,9 @@ TOOL = Tool(
         "says how much was cut. On timeout (timeout_s, default 60) the whole process group is "
         "killed, and background processes still running when the command returns are ended, "
         "so start no servers or daemons. A non-zero exit is reported as an error. "
-        "Where the sandbox is on, the command may write only inside the workspace and TMPDIR "
-        "and has no network unless `network` is true."
+        "Where the sandbox is on, the command may write only inside the workspace and TMPDIR, "
+        "cannot read agent-cli's files or the user's credential stores, and has no network "
+        "unless `network` is true; a refusal is named in a `sandbox:` line after the result."
     ),
     args=Args,
     effect="write",

@@ -51,6 +51,7 @@ def register(app: typer.Typer) -> None:
         hub = _start_hub(servers, common.workspace_dir())
         try:
             console.print(MCPStatus(hub.snapshot()))
+            _print_confinement(console, list(servers))
         finally:
             hub.close()
         failed = [s for s in hub.snapshot() if s.state in ("failed", "stopped")]
@@ -214,6 +215,17 @@ def register(app: typer.Typer) -> None:
         raise typer.Exit(EXIT_FAILED if any("already" not in p for p in problems) else EXIT_OK)
 
     app.add_typer(mcp_app, name="mcp")
+
+
+def _print_confinement(console: "Console", names: list[str]) -> None:
+    """Each started server's capability record, one line (agent_cli.sandbox.mcp)."""
+    from agent_cli.sandbox.mcp import start_line
+    from agent_cli.ui.safe_rich import safe
+
+    for name in names:
+        line = start_line(name)
+        if line is not None:
+            console.print(safe(line, "bold red" if "SANDBOX OFF" in line else "dim"))
 
 
 def _config_target(common: Any) -> Path:

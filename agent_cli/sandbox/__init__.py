@@ -1,8 +1,14 @@
-"""The kernel sandbox of approved commands and MCP servers (design.md section 8).
+"""The kernel sandbox of approved commands and MCP servers (SECURITY.md section 8).
 
 - `policy`: the session's `Sandbox` (what is confined, what the kernel can enforce, the words
-  for the panel, the log and the model);
+  for the panel, the log and the model); it computes every process's record;
+- `capabilities`: that record (reads, writes, network, what is not enforced), the default
+  read-deny list and the warning for a server run unconfined;
+- `readplan`: the record as Landlock rules ("all but these" as an allow-list);
 - `landlock`: the three Landlock system calls through ctypes;
+- `seccomp`: the socket filter of a process without network;
+- `pidns`: a PID namespace per command, so what it starts ends with it;
+- `diagnose`: the one line that names the sandbox after a refusal;
 - `spawner`: a confined thread that starts run_command's children, so they are born confined;
 - `exec`: the wrapper that confines a process someone else spawns (MCP servers), then execs it;
 - `mcp`: wraps an MCP server's command with it;

@@ -4,7 +4,9 @@
 
 For processes agent-cli does not spawn itself: the MCP SDK starts a server with its own
 subprocess code, so the server's command is replaced by this wrapper around it. The policy is
-JSON: {"abi": N, "write": [folders], "files": [device files], "network": bool, "tmp": folder}.
+JSON: {"abi": N, "rules": [[path, grant], ...] (agent_cli.sandbox.readplan), "files": [device
+files], "network": bool, "sockets": bool (false: the socket filter of agent_cli.sandbox.seccomp
+is installed too), "tmp": folder}.
 TMPDIR, TMP and TEMP are pointed at "tmp". If confinement fails, the program is not started: one
 line on stderr and exit status 126.
 
@@ -52,7 +54,8 @@ def main(args: list[str] | None = None) -> None:
     try:
         policy = json.loads(args[1])
         abi = int(policy["abi"])
-        write = [str(p) for p in policy["write"]]
+        rules = [(str(p), str(g)) for p, g in policy["rules"]]
+        sockets = policy.get("sockets", True) is True
         files = [str(p) for p in policy.get("files", [])]
         network = policy["network"] is True
         tmp = policy.get("tmp")
@@ -62,9 +65,13 @@ def main(args: list[str] | None = None) -> None:
     from agent_cli.sandbox import landlock
 
     try:
-        fd = landlock.build_ruleset(abi, write=write, write_files=files, network=network)
+        fd = landlock.build_ruleset(abi, rules=rules, write_files=files, network=network)
         landlock.restrict_self(fd)
         os.close(fd)
+        if not sockets:
+            from agent_cli.sandbox import seccomp
+
+            seccomp.install()
     except OSError as e:
         _fail(f"could not confine {argv[0]!r} ({e})")
     if tmp:

@@ -125,20 +125,21 @@ def abi_version() -> int:
     return int(res) if res > 0 else 0
 
 
-def build_ruleset(abi: int, *, write: Iterable[str], write_files: Iterable[str] = (),
-                  network: bool) -> int:
-    """A ruleset fd (close-on-exec) for: read and execute anywhere, every filesystem right
-    beneath each folder of `write`, read and write on each file of `write_files` (device files
-    such as /dev/null), and TCP denied unless `network`. Paths that do not exist are left out."""
+def build_ruleset(abi: int, *, rules: Iterable[tuple[str, str]],
+                  write_files: Iterable[str] = (), network: bool) -> int:
+    """A ruleset fd (close-on-exec) for `rules` (path, grant) as `readplan.plan` makes them:
+    `read` (read and execute beneath), `list` (this folder's names only), `write` (every
+    filesystem right beneath); read and write on each file of `write_files` (device files such
+    as /dev/null); TCP denied unless `network`. Paths that do not exist are left out."""
     handled = fs_handled(abi)
+    rights = {"read": READ_RIGHTS & handled, "list": FS_READ_DIR, "write": handled}
     attr = RulesetAttr(handled, net_handled(abi, network), scoped(abi))
     size = ctypes.sizeof(RulesetAttr) if abi >= 6 else (16 if abi >= 4 else 8)
     fd = _check(libc().syscall(_L(SYS_CREATE_RULESET), ctypes.byref(attr), _L(size), _L(0)),
                 "landlock_create_ruleset")
     try:
-        _add_path(fd, "/", READ_RIGHTS & handled)
-        for path in write:
-            _add_path(fd, path, handled)
+        for path, grant in rules:
+            _add_path(fd, path, rights[grant])
         for path in write_files:
             _add_path(fd, path, (FS_READ_FILE | FS_WRITE_FILE | FS_TRUNCATE) & handled)
     except BaseException:
@@ -150,11 +151,13 @@ def build_ruleset(abi: int, *, write: Iterable[str], write_files: Iterable[str] 
 def _add_path(ruleset_fd: int, path: str, allowed: int) -> None:
     try:
         target = os.open(path, os.O_PATH | os.O_CLOEXEC)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError, PermissionError):
         return
     try:
         if not stat.S_ISDIR(os.fstat(target).st_mode):
             allowed &= FILE_RIGHTS
+            if not allowed:  # a "list" grant means nothing on a file
+                return
         rule = PathBeneathAttr(allowed, target)
         _check(libc().syscall(_L(SYS_ADD_RULE), _L(ruleset_fd), _L(RULE_PATH_BENEATH),
                               ctypes.byref(rule), _L(0)), f"landlock_add_rule({path})")

@@ -11,11 +11,15 @@ threaded program, which can deadlock. Why not the exec wrapper: a Python start p
 (30 to 130 ms). A spawner costs a queue hand-off (about 0.05 ms).
 
 The thread does nothing but start processes: the session's other threads stay unconfined and
-keep their rights to watch, signal and reap the children.
+keep their rights to watch, signal and reap the children. Besides Landlock it carries, when the
+command has no network, the socket filter (agent_cli.sandbox.seccomp), and before each start it
+makes a new PID namespace for the next child (agent_cli.sandbox.pidns), so each command is PID 1
+of its own and takes everything it started with it when it ends.
 """
 
 from __future__ import annotations
 
+import os
 import queue
 import subprocess
 import threading
@@ -37,7 +41,10 @@ class Spawner:
     """A confined thread that runs Popen. Raises OSError at creation if it cannot confine
     itself (then nothing is ever started through it)."""
 
-    def __init__(self, ruleset_fd: int, name: str = "agent-cli-sandbox") -> None:
+    def __init__(self, ruleset_fd: int, name: str = "agent-cli-sandbox", *,
+                 sockets: bool = True, pid_namespace: bool = False) -> None:
+        self._sockets = sockets
+        self._pid_namespace = pid_namespace
         self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self._ready = threading.Event()
         self._failure: OSError | None = None
@@ -49,10 +56,17 @@ class Spawner:
             raise self._failure
 
     def _serve(self) -> None:
-        from agent_cli.sandbox import landlock
+        from agent_cli.sandbox import landlock, pidns
 
+        own_ns = -1
         try:
+            if self._pid_namespace:
+                own_ns = pidns.own()
             landlock.restrict_self(self._fd)
+            if not self._sockets:
+                from agent_cli.sandbox import seccomp
+
+                seccomp.install()
         except OSError as e:
             self._failure = e
             self._ready.set()
@@ -61,8 +75,12 @@ class Spawner:
         while True:
             job = self._jobs.get()
             if job is None:
+                if own_ns >= 0:
+                    os.close(own_ns)
                 return
             try:
+                if own_ns >= 0:
+                    pidns.fresh(own_ns)
                 job.result = subprocess.Popen(*job.args, **job.kwargs)
             except BaseException as e:  # handed to the caller, raised there
                 job.error = e

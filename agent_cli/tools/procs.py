@@ -8,12 +8,16 @@ or outlive its call.
   buffer: a 1 GB output costs no more memory than those two buffers (32 KB by default);
 - the child leads its own process group. On timeout or cancel the whole group gets SIGTERM, then
   SIGKILL; when the command returns, whatever it left running in its group is ended too;
-- every child carries a random marker in its environment; processes that left the group
-  (setsid, daemons) are found by that marker under /proc and ended as well (Linux);
+- confined by the session's sandbox, the child is PID 1 of a PID namespace of its own
+  (agent_cli.sandbox.pidns): when it exits, the kernel ends everything it started, also
+  processes that left the group with a wiped environment (`setsid env -i ...`);
+- besides, every child carries a random marker in its environment; processes that left the
+  group (setsid, daemons) are found by that marker under /proc and ended as well (Linux; the
+  only way where no PID namespace can be made, and the panel then says so);
 - the environment is scrubbed of secrets by name and by value shape;
-- on Linux the child is confined with Landlock before it execs (agent_cli.sandbox): by default
-  with the running session's sandbox, so a plugin that starts processes through `run_process`
-  is confined like run_command.
+- on Linux the child is confined before it execs (agent_cli.sandbox: Landlock, the socket
+  filter without network, the PID namespace): by default with the running session's sandbox, so
+  a plugin that starts processes through `run_process` is confined like run_command.
 """
 
 from __future__ import annotations
@@ -352,7 +356,7 @@ def run_process(
     its output, and leave no process of it behind.
 
     `sandbox` (an agent_cli.sandbox.Sandbox, or None for none) confines the child before it
-    execs; by default the running session's. `network` lets it open TCP connections.
+    execs; by default the running session's. `network` lets it use the network and sockets.
     `on_output` sees every chunk as it is read (for a live view; it must not block)."""
     marker = secrets.token_hex(8)
     child_env = {**env, MARKER_VAR: marker}

@@ -51,7 +51,8 @@ BLANK_RUN_MIN = 4
 # -- the preview --------------------------------------------------------------------------------
 
 _GUTTER_STYLE = {"+": "green", "-": "red", " ": ""}
-_SANDBOX_WARNINGS = ("network: ALLOWED", "not sandboxed", "sandbox: OFF", "not confined")
+_SANDBOX_WARNINGS = ("network: ALLOWED", "not sandboxed", "sandbox: OFF", "not confined",
+                     "SANDBOX OFF")
 
 
 def _gutter(mark: str) -> Text:
@@ -147,7 +148,8 @@ class ApprovalPanel:
             about = r.description.strip().split("\n", 1)[0]
             rows.append((Text("about"), safe_line(about, 200, "dim")))
         for key, value in r.panel_extra.items():
-            rows.append((safe_line(key), safe(value, "italic")))
+            rows.append((safe_line(key), safe(value, "bold red" if value.startswith(
+                _SANDBOX_WARNINGS) else "italic")))
         if not r.args:
             rows.append((Text("arguments"), Text("(none)", style="dim")))
         for key, value in ordered_args(r):

@@ -41,10 +41,14 @@ ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 PROBE = r"""
 touch {out}/escaped; echo "touch=$?"
-tr '\0' '\n' < /proc/$PPID/environ > environ.txt 2> environ.err; echo "environ=$?"
+P=$(grep -l -a -F '{script}' /proc/[0-9]*/cmdline 2>/dev/null | head -1 | cut -d/ -f3)
+echo "agent=${{P:-none}}"
+tr '\0' '\n' < /proc/$P/environ > environ.txt 2> environ.err; echo "environ=$?"
 python3 -c 'import sys; open("/proc/%s/mem" % sys.argv[1], "rb"); print("mem=opened")' \
-  $PPID 2> mem.err || echo "mem=refused"
+  $P 2> mem.err || echo "mem=refused"
 """
+"""agent-cli's own pid is found by its command line (the command is PID 1 of its own PID
+namespace, so $PPID says nothing)."""
 
 
 def fake_key() -> str:
@@ -59,13 +63,13 @@ def screen(raw: bytes) -> str:
 def run_chat(tmp_path: Path, workspace: Path, outside: Path, key: str, *extra: str,
              env: dict[str, str] | None = None) -> tuple[str, list[dict[str, Any]]]:
     """One approved run_command through `agent-cli chat` in a pty; the screen and the log."""
+    script = tmp_path / "script.json"
     replies = [
         {"content": [{"type": "tool_use", "id": "t1", "name": "run_command",
-                      "input": {"command": PROBE.format(out=outside)}}],
+                      "input": {"command": PROBE.format(out=outside, script=script)}}],
          "stop_reason": "tool_use"},
         {"content": [{"type": "text", "text": "all done"}], "stop_reason": "end_turn"},
     ]
-    script = tmp_path / "script.json"
     script.write_text(json.dumps(replies))
     child_env = dict(os.environ, PROMPT_TOOLKIT_NO_CPR="1", TERM="xterm-256color",
                      PYTHONUNBUFFERED="1", ANTHROPIC_API_KEY=key,
@@ -112,6 +116,7 @@ def test_confined_command_cannot_escape_or_read_the_key(tmp_path: Path, workspac
     key = fake_key()
     shown, events = run_chat(tmp_path, workspace, outside, key)
     result = tool_result(events)
+    assert "agent=none" not in result["content"]  # the probe found agent-cli
     environ = (workspace / "environ.txt").read_text(errors="replace")
     assert key not in environ and key not in result["content"]
     if "environ=0" in result["content"]:  # the read worked: it saw agent-cli's own variables

@@ -8,14 +8,10 @@ from __future__ import annotations
 
 import ctypes
 import os
-import socket
 import subprocess
 import sys
 import textwrap
-import threading
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -24,116 +20,19 @@ from agent_cli.approval import ScriptedApprover
 from agent_cli.config import Settings
 from agent_cli.providers.scripted import ScriptedProvider
 from agent_cli.sandbox import landlock
-from agent_cli.sandbox.policy import LINE, NETWORK_ALLOWED, Sandbox, Support, probe
+from agent_cli.sandbox.policy import LINE, NETWORK_ALLOWED, Sandbox, Support
 from agent_cli.session import Session
 from agent_cli.tools.loader import load_tools
 from agent_cli.tools.procs import run_process, scrubbed_env
-from tests.scripts import calls, done, use
-
-SUPPORT = probe()
-NO_LANDLOCK = "not sandboxed: kernel has no Landlock"
-
-
-@dataclass
-class Outcome:
-    events: list[Any]
-    panels: list[Any]
-    provider: ScriptedProvider
-    session: Session
-
-    def result(self, call_id: str = "c1") -> ev.ToolResultEvent:
-        return next(e for e in self.events
-                    if isinstance(e, ev.ToolResultEvent) and e.id == call_id)
-
-    def started(self, call_id: str = "c1") -> ev.ToolStarted:
-        return next(e for e in self.events if isinstance(e, ev.ToolStarted) and e.id == call_id)
-
-    def preview(self, index: int = 0) -> str:
-        return str(self.panels[index].preview)
-
-    def notices(self, kind: str = "sandbox") -> list[str]:
-        return [e.message for e in self.events if isinstance(e, ev.Notice) and e.kind == kind]
-
-
-def approved_commands(ws: Path, *commands: str | dict[str, Any], **settings: Any) -> Outcome:
-    """Run each command as an approved run_command call of one real session; close it."""
-    uses = []
-    for i, command in enumerate(commands, 1):
-        args = command if isinstance(command, dict) else {"command": command}
-        uses.append(use(f"c{i}", "run_command", args))
-    provider = ScriptedProvider([calls(*uses), done()])
-    approver = ScriptedApprover(["y"] * len(uses))
-    registry, report = load_tools([])
-    assert report.errors == []
-    events: list[Any] = []
-    session = Session(Settings(provider="scripted", **settings), workspace=ws, provider=provider,
-                      registry=registry, approver=approver, sinks=[events.append])
-    session.start()
-    try:
-        assert session.send("go").reason == "end_turn"
-    finally:
-        session.close()
-    return Outcome(events, approver.seen, provider, session)
-
-
-def confined(out: Outcome) -> bool:
-    """True when the kernel confines; otherwise assert that the user was told it does not."""
-    if SUPPORT.abi:
-        return True
-    assert NO_LANDLOCK in out.preview()
-    assert any("not sandboxed" in n for n in out.notices())
-    assert out.started().sandbox == {"mode": "none", "reason": "kernel has no Landlock"}
-    return False
-
-
-@pytest.fixture
-def outside(tmp_path: Path) -> Path:
-    folder = tmp_path / "outside"
-    folder.mkdir()
-    return folder
-
-
-class Listener:
-    """A loopback TCP listener the test owns; counts the connections it accepted."""
-
-    def __init__(self) -> None:
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(8)
-        self.sock.settimeout(0.2)
-        self.port = self.sock.getsockname()[1]
-        self.accepted = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
-
-    def _serve(self) -> None:
-        while not self._stop.is_set():
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                continue
-            self.accepted += 1
-            conn.close()
-
-    def close(self) -> None:
-        self._stop.set()
-        self._thread.join(30)
-        self.sock.close()
-
-
-@pytest.fixture
-def listener() -> Any:
-    lst = Listener()
-    yield lst
-    lst.close()
-
-
-def connect_cmd(port: int) -> list[str]:
-    return [sys.executable, "-c",
-            f"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=20); "
-            "print('connected')"]
-
+from tests.sandbox.harness import (
+    NO_LANDLOCK,
+    SUPPORT,
+    Listener,
+    approved_commands,
+    confined,
+    connect_cmd,
+)
+from tests.scripts import done
 
 # --------------------------------------------------------------------------- writes
 
@@ -284,7 +183,7 @@ def test_unsupported_kernel_is_said_at_start_and_on_every_panel(
 def test_an_old_abi_says_which_part_is_missing(workspace: Path, outside: Path,
                                                listener: Listener,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("AGENT_CLI_SANDBOX_PROBE", "abi:3")
+    monkeypatch.setenv("AGENT_CLI_SANDBOX_PROBE", "abi:3,noseccomp")
     out = approved_commands(workspace, {"command": connect_cmd(listener.port)},
                             f"touch {outside}/x")
     if not confined(out):
@@ -298,10 +197,24 @@ def test_an_old_abi_says_which_part_is_missing(workspace: Path, outside: Path,
     assert out.started().sandbox["landlock_abi"] == 3  # type: ignore[index]
 
 
+def test_an_old_abi_with_the_socket_filter_still_has_no_network(
+        workspace: Path, listener: Listener, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Landlock ABI 3 has no TCP rules, but the seccomp filter refuses the socket itself."""
+    monkeypatch.setenv("AGENT_CLI_SANDBOX_PROBE", "abi:3")
+    out = approved_commands(workspace, {"command": connect_cmd(listener.port)})
+    if not confined(out) or not SUPPORT.seccomp:
+        return
+    assert LINE in out.preview(0) and "no network rules" not in out.preview(0)
+    assert "PermissionError" in out.result("c1").content and listener.accepted == 0
+
+
 def test_gaps_by_abi() -> None:
     assert Support(7).gaps(False) == []
     assert Support(5).gaps(False) == ["signals to other processes not blocked: Landlock ABI 5"]
-    assert "no network rules: Landlock ABI 2" in Support(2).gaps(False)
+    assert "no network rules: Landlock ABI 2" in Support(2, seccomp=False).gaps(False)
+    assert "no network rules: Landlock ABI 2" not in Support(2).gaps(False)  # the filter
+    assert Support(7, seccomp=False).gaps(False) == [
+        "UDP, unix and other sockets not blocked: no seccomp filter here"]
     assert "no network rules: Landlock ABI 2" not in Support(2).gaps(True)
     assert Support(0, "kernel has no Landlock").gaps(False) == []
     assert landlock.fs_handled(1) == (1 << 13) - 1

@@ -260,9 +260,12 @@ def test_agent_cli_home_inside_the_workspace_is_never_recorded(ws: Path, tmp_pat
     home = ws / ".agent-home"
     monkeypatch.setenv("AGENT_CLI_HOME", str(home))
     log = tmp_path / "s.jsonl"
-    run_session(ws, log, [("toolu_c", "run_command", sh("printf 'y\\n' > made.txt"))])
+    # (The sandbox carves AGENT_CLI_HOME out of the workspace: the workspace's top folder can
+    # then be listed, not written; its other folders can.)
+    (ws / "src").mkdir(exist_ok=True)
+    run_session(ws, log, [("toolu_c", "run_command", sh("printf 'y\\n' > src/made.txt"))])
     [effects] = events_of(log, "effects")
-    assert [c["path"] for c in effects["changes"]] == ["made.txt"]
+    assert [c["path"] for c in effects["changes"]] == ["src/made.txt"]
 
 
 def test_a_symlink_out_of_the_workspace_is_recorded_as_a_link(ws: Path, tmp_path: Path) -> None:

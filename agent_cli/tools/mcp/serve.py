@@ -194,6 +194,10 @@ class ServerTasks:
         async def transport() -> AsyncIterator[Any]:
             if cfg.transport == "stdio":
                 params = stdio_params(cfg, self._neutral_cwd(), st.marker, st.name)
+                from agent_cli.sandbox.mcp import start_line
+
+                if (confinement := start_line(st.name)) is not None:
+                    self.note(confinement, "sandbox")
                 async with stdio_client(params, errlog=errlog) as (read, write):
                     yield EofWatch(read, lambda: self._lost(st, lost)), write
             else:

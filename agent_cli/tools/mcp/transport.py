@@ -66,7 +66,8 @@ def stdio_params(cfg: MCPServer, cwd: Path, marker: str, name: str) -> Any:
                                    args=[expand(a) for a in cfg.args], env=env, cwd=str(folder))
     from agent_cli.sandbox.mcp import confine_server  # the server runs confined (issue 12)
 
-    return confine_server(params, name=name, network=cfg.network)
+    return confine_server(params, name=name, network=cfg.network, writable=cfg.writable,
+                          sandbox=cfg.sandbox)
 
 
 @contextlib.asynccontextmanager
