@@ -68,6 +68,11 @@ class MCPServer(BaseModel):
     "2026-07-28" pins one of the two."""
     network: bool = False
     """Let the server open network (TCP) connections; off, it is confined like a command."""
+    writable: list[str] = []
+    """Folders the confined server may write besides its cwd and temporary folder (`~` allowed),
+    e.g. ["~/.npm"] for an npx server's package cache."""
+    sandbox: Literal["workspace", "off"] = "workspace"
+    """"off" runs this one server unconfined, with all your rights (said at its start)."""
     enabled_tools: list[str] | None = None
     """Only these of the server's tools are offered (remote names); default all."""
     disabled_tools: list[str] = []
