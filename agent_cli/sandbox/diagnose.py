@@ -33,6 +33,10 @@ _WRITE_RE = re.compile(
     r"EACCES|EPERM|EROFS|Permission denied|Operation not permitted|Read-only file system"
     r"|unable to open database file|attempt to write a readonly database",
     re.IGNORECASE)
+_SOCKET_RE = re.compile(r"\bconnect\(|create_connection|socket\.|\bsock\b|urlopen|httpx|requests",
+                        re.IGNORECASE)
+"""Words of a traceback whose pathless EACCES came from a socket (Python's PermissionError of a
+file always names the file; that of a refused connect names nothing)."""
 _QUOTED_PATH = re.compile(r"""['"`‘“]((?:/|~/)[^'"`’”\n]*)['"`’”]""")
 _BARE_PATH = re.compile(r"((?:/|~/)[^\s:'\"]+)\s*:\s*(?:Permission denied|Read-only file system"
                         r"|Operation not permitted)", re.IGNORECASE)
@@ -50,10 +54,20 @@ def sandbox_cause(text: str) -> tuple[str, str | None] | None:
     for line in lines:
         if _NETWORK_RE.search(line):
             return NETWORK, None
-    for line in lines:
+    for i, line in enumerate(lines):
         if _WRITE_RE.search(line):
-            return WRITE, _path_in(line)
+            path = _path_in(line) or _wrapped_path(lines[i:i + 8])
+            if path is None and _SOCKET_RE.search("\n".join(lines[max(0, i - 40):i])):
+                return NETWORK, None  # a pathless EACCES under a socket call: a connect
+            return WRITE, path
     return None
+
+
+def _wrapped_path(lines: list[str]) -> str | None:
+    """A quoted path that a log formatter wrapped across lines (Rich tracebacks break
+    `Permission denied: '/a/long/path'` at its width, padding each piece)."""
+    quoted = _QUOTED_PATH.findall("".join(line.strip() for line in lines))
+    return str(quoted[0]).rstrip("/") or "/" if quoted else None
 
 
 def _path_in(line: str) -> str | None:
