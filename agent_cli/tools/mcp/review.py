@@ -37,8 +37,8 @@ def inside_own_state(path: Path) -> str | None:
     except (OSError, ValueError):
         return None
     where = locations()
-    names = {where.data: "agent-cli's data folder (AGENT_CLI_HOME)",
-             where.config_file.parent: "agent-cli's config folder"}
+    names = {where.config_file.parent: "agent-cli's config folder",
+             where.data: "agent-cli's data folder (AGENT_CLI_HOME)"}  # wins when they are one
     for folder, what in names.items():
         root = Path(os.path.realpath(folder))
         if target == root or root in target.parents:
