@@ -288,6 +288,7 @@ def print_tools(console: "Console", settings: "Settings", workspace: Path) -> bo
                            style="yellow"))
         return True
     with _looking_hub(servers, workspace, settings) as hub:
+        _print_notes(console, hub)
         snapshot = hub.snapshot()
     console.print(MCPToolList(snapshot))
     return all(srv.state == "ready" for srv in snapshot)

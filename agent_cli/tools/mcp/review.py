@@ -28,8 +28,10 @@ SECRET_WORDS = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|SESSION|COOKI
 
 
 def inside_own_state(path: Path) -> str | None:
-    """What part of agent-cli's own state `path` is in (the data folder, the config folder), or
-    None. Compared resolved, so a link into the state counts."""
+    """Where `path` meets agent-cli's own state (the data folder, the config folder): "inside
+    agent-cli's config folder" or, for a folder that holds it (the home folder), "a folder that
+    holds agent-cli's data folder"; None when it does neither. A process that may write such a
+    folder could change agent-cli's config, pins or logs. Compared resolved, so a link counts."""
     from agent_cli.locations import locations
 
     try:
@@ -42,7 +44,10 @@ def inside_own_state(path: Path) -> str | None:
     for folder, what in names.items():
         root = Path(os.path.realpath(folder))
         if target == root or root in target.parents:
-            return what
+            return f"inside {what}"
+    for folder, what in names.items():
+        if target in Path(os.path.realpath(folder)).parents:
+            return f"a folder that holds {what}"
     return None
 
 
@@ -120,8 +125,8 @@ def _check_cwd(out: Review, cwd: Any, source: Path) -> None:
                                 "everything under it (~/.bashrc, ~/.ssh, ...)")
     where = inside_own_state(path)
     if where is not None:
-        out.refused = (f"its cwd {cwd!r} is inside {where}: a server may write in its cwd and "
-                       "must never write agent-cli's config, pins or logs")
+        out.refused = (f"its cwd {cwd!r} is {where}: a server may write in its cwd and must "
+                       "never write agent-cli's config, pins or logs")
 
 
 def _strings(entry: dict[str, Any]) -> list[tuple[str, str]]:

@@ -53,17 +53,23 @@ def refuse_argv_vars(name: str, command: str | None, args: list[str]) -> None:
             raise StartRefused(ARGV_VAR.format(where=where, var=m.group(1), name=name))
 
 
-def check_cwd(name: str, folder: Path) -> None:
-    """StartRefused when a server's cwd is inside agent-cli's own state (the data or config
-    folder): a server writes in its cwd, and must never write its own config, pins or logs."""
+def check_cwd(name: str, folder: Path, what: str = "cwd") -> None:
+    """StartRefused when a folder a server may write (its cwd, a `writable` folder) is inside
+    agent-cli's own state (the data or config folder) or holds it (the home folder): a server
+    must never be able to write its own config (`trusted = true`), pins or logs."""
     from agent_cli.tools.mcp.review import inside_own_state
 
     where = inside_own_state(folder)
     if where is not None:
-        raise StartRefused(f"its cwd {folder} is inside {where}, and a server may write in its "
-                           "cwd: a server must never be able to change agent-cli's config, "
-                           f"pins or logs; set cwd in [mcp.servers.{name}] to a folder of its "
-                           "own")
+        raise StartRefused(f"its {what} {folder} is {where}, and a server may write there: a "
+                           "server must never be able to change agent-cli's config, pins or "
+                           f"logs; set {what} in [mcp.servers.{name}] to a folder of its own")
+
+
+def check_grants(name: str, cfg: MCPServer) -> None:
+    """Every `writable` folder of a server, checked like its cwd (`check_cwd`)."""
+    for folder in cfg.writable:
+        check_cwd(name, Path(folder).expanduser(), "writable folder")
 
 
 def expand(value: str, environ: Mapping[str, str] | None = None) -> str:
@@ -102,6 +108,7 @@ def stdio_params(cfg: MCPServer, cwd: Path, marker: str, name: str) -> tuple[Any
     env[MARKER_VAR] = marker
     folder = Path(expand(cfg.cwd)).expanduser() if cfg.cwd else cwd
     check_cwd(name, folder)
+    check_grants(name, cfg)
     params = StdioServerParameters(command=cfg.command or "", args=list(cfg.args), env=env,
                                    cwd=str(folder))
     if cfg.sandbox == "off":  # this one server runs with the user's rights (said at its start)

@@ -162,3 +162,25 @@ def test_var_in_args_is_refused_and_env_keeps_it_out_of_cmdline(
     finally:
         run.close()
     assert wait_gone(marker) == []
+
+
+def test_mcp_import_proposes_grants_and_takes_them_only_when_accepted(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    src = tmp_path / ".mcp.json"
+    src.write_text(json.dumps({"mcpServers": {
+        "fs": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem",
+                                          str(project)]},
+        "time": {"command": "mcp-server-time"}}}))
+    cfg = tmp_path / "cfg.toml"
+    out = agent("mcp", "import", str(src), "--config", str(cfg), "--yes")
+    assert out.returncode == 0, out.stderr
+    assert f'fs needs, confined by the sandbox: writable = ["~/.npm", "{project}"], network = ' \
+           "true" in out.stdout
+    assert "Not granted" in out.stdout  # --yes takes the servers, not the grants
+    assert load_settings(cfg).mcp["servers"]["fs"].writable == []
+    cfg2 = tmp_path / "cfg2.toml"
+    out = agent("mcp", "import", str(src), "--config", str(cfg2), "--yes", "--grant")
+    servers = load_settings(cfg2).mcp["servers"]
+    assert (servers["fs"].writable, servers["fs"].network) == (["~/.npm", str(project)], True)
+    assert (servers["time"].writable, servers["time"].network) == ([], False)

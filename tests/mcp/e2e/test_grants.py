@@ -221,3 +221,19 @@ def test_a_silent_server_in_mode_auto_still_gets_the_legacy_hint(workspace: Path
         assert not [n for n in run.notices() if "package cache" in n]
     finally:
         run.close()
+
+
+def test_a_server_that_answered_gets_no_legacy_hint(workspace: Path, marker: str) -> None:
+    # mode "auto": it answers discovery (or the handshake) and then hangs listing its tools;
+    # "try mode = legacy" would send the user the wrong way.
+    cfg = MCPServer(command=PY, args=[str(WRITER), "--hang-list"], env={marker: "1"},
+                    startup_timeout_s=4)
+    run = Run(workspace, {"s": cfg}, [done()])
+    try:
+        run.send()
+        st = run.hub.servers["s"]
+        assert st.state == "failed" and "within 4 s" in st.reason
+        assert st.heard and "legacy" not in st.reason
+    finally:
+        run.close()
+    assert wait_gone(marker) == []

@@ -7,7 +7,9 @@
 - its `connect` tool opens a TCP connection to 127.0.0.1:PORT (a fetch-like server);
 - its `argv` and `env_has` tools say what its command line and environment hold.
 
-Run as `python writer_server.py [--state-dir DIR]` (stdio).
+`--hang-list` makes it answer the handshake and then never list its tools (a start that times
+out although the server spoke). Run as `python writer_server.py [--state-dir DIR]
+[--hang-list]` (stdio).
 """
 
 from __future__ import annotations
@@ -48,7 +50,16 @@ def env_has(name: str) -> str:
     return f"{name}: {len(os.environ.get(name, ''))} characters"
 
 
+async def _hang() -> list[object]:
+    import anyio
+
+    await anyio.sleep(3600)
+    return []
+
+
 if __name__ == "__main__":
+    if "--hang-list" in sys.argv:  # answers the handshake, then never lists its tools
+        server.list_tools = _hang  # type: ignore[method-assign]
     if "--state-dir" in sys.argv:
         state = Path(sys.argv[sys.argv.index("--state-dir") + 1])
         state.mkdir(parents=True, exist_ok=True)
