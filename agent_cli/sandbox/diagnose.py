@@ -33,10 +33,12 @@ _WRITE_RE = re.compile(
     r"EACCES|EPERM|EROFS|Permission denied|Operation not permitted|Read-only file system"
     r"|unable to open database file|attempt to write a readonly database",
     re.IGNORECASE)
-_SOCKET_RE = re.compile(r"\bconnect\(|create_connection|socket\.|\bsock\b|urlopen|httpx|requests",
-                        re.IGNORECASE)
+_SOCKET_RE = re.compile(r"sock_?\.?connect|create_connection|socket\.py|urlopen|httpx|urllib3"
+                        r"|requests/|aiohttp", re.IGNORECASE)
 """Words of a traceback whose pathless EACCES came from a socket (Python's PermissionError of a
 file always names the file; that of a refused connect names nothing)."""
+_ERRNO_RE = re.compile(r"EACCES|EPERM|Permission denied|Operation not permitted|Errno 13",
+                       re.IGNORECASE)
 _QUOTED_PATH = re.compile(r"""['"`‘“]((?:/|~/)[^'"`’”\n]*)['"`’”]""")
 _BARE_PATH = re.compile(r"((?:/|~/)[^\s:'\"]+)\s*:\s*(?:Permission denied|Read-only file system"
                         r"|Operation not permitted)", re.IGNORECASE)
@@ -57,7 +59,8 @@ def sandbox_cause(text: str) -> tuple[str, str | None] | None:
     for i, line in enumerate(lines):
         if _WRITE_RE.search(line):
             path = _path_in(line) or _wrapped_path(lines[i:i + 8])
-            if path is None and _SOCKET_RE.search("\n".join(lines[max(0, i - 40):i])):
+            if path is None and _ERRNO_RE.search(line) \
+                    and _SOCKET_RE.search("\n".join(lines[max(0, i - 40):i])):
                 return NETWORK, None  # a pathless EACCES under a socket call: a connect
             return WRITE, path
     return None

@@ -35,6 +35,8 @@ from agent_cli.tools.mcp.review import inside_own_state, review
      "PermissionError: [Errno 13] Permission denied", (NETWORK, None)),
     ("PermissionError: [Errno 13]\n    Permission denied:\n    '/tmp/a/very/lo\n    ng/name.txt'",
      (WRITE, "/tmp/a/very/long/name.txt")),
+    ("    db = sqlite3.connect(path)\nsqlite3.OperationalError: unable to open database file",
+     (WRITE, None)),
     ("everything is fine", None),
     ("", None),
 ])

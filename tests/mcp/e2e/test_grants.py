@@ -237,3 +237,28 @@ def test_a_server_that_answered_gets_no_legacy_hint(workspace: Path, marker: str
     finally:
         run.close()
     assert wait_gone(marker) == []
+
+
+def test_a_database_outside_its_cwd_names_the_db_folder(workspace: Path, marker: str,
+                                                        tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    db = data / "notes.db"
+    run = Run(workspace, {"db": writer(marker, "--db-path", str(db))}, [done()])
+    try:
+        run.send()
+        st = run.hub.servers["db"]
+        assert st.state == "failed" and "before the handshake" in st.reason
+        assert f'writable = ["{data}"] in [mcp.servers.db]' in st.reason
+    finally:
+        run.close()
+    assert not db.exists()
+    # The grant that line names is a folder the server may write: its cwd is one today.
+    ok = Run(workspace, {"db": writer(marker, "--db-path", str(db), cwd=str(data))}, [done()])
+    try:
+        ok.send()
+        assert ok.hub.servers["db"].state == "ready"
+        assert db.exists()
+    finally:
+        ok.close()
+    assert wait_gone(marker) == []

@@ -3,13 +3,15 @@
 - `--state-dir DIR` makes it create DIR/state.json at start (desktop-commander creates
   `~/.claude-server-commander` that way), so confined without a grant it exits before the
   handshake;
+- `--db-path FILE` makes it open (create) a SQLite database at start, as mcp-server-sqlite
+  does: confined, SQLite says only "unable to open database file";
 - its `write` tool writes a file anywhere (a server asked to write into the workspace);
 - its `connect` tool opens a TCP connection to 127.0.0.1:PORT (a fetch-like server);
 - its `argv` and `env_has` tools say what its command line and environment hold.
 
 `--hang-list` makes it answer the handshake and then never list its tools (a start that times
 out although the server spoke). Run as `python writer_server.py [--state-dir DIR]
-[--hang-list]` (stdio).
+[--db-path FILE] [--hang-list]` (stdio).
 """
 
 from __future__ import annotations
@@ -60,6 +62,12 @@ async def _hang() -> list[object]:
 if __name__ == "__main__":
     if "--hang-list" in sys.argv:  # answers the handshake, then never lists its tools
         server.list_tools = _hang  # type: ignore[method-assign]
+    if "--db-path" in sys.argv:  # as mcp-server-sqlite does: open (create) the database
+        import sqlite3
+
+        db = sqlite3.connect(sys.argv[sys.argv.index("--db-path") + 1])
+        db.execute("CREATE TABLE IF NOT EXISTS notes (text TEXT)")
+        db.commit()
     if "--state-dir" in sys.argv:
         state = Path(sys.argv[sys.argv.index("--state-dir") + 1])
         state.mkdir(parents=True, exist_ok=True)
