@@ -140,3 +140,12 @@ def test_review_calls_out_each_var_and_the_file_grant_keys(tmp_path: Path) -> No
     assert any("GITHUB_TOKEN (a secret-shaped name)" in c for c in rv.callouts)
     assert any(c.startswith("trusted in the file is ignored") for c in rv.callouts)
     assert rv.refused is None
+
+
+def test_review_calls_out_code_loading_env_and_relative_commands(tmp_path: Path) -> None:
+    entry = {"command": "./bin/server", "env": {"NODE_OPTIONS": "--require /tmp/x.js",
+                                                "LANG": "C"}}
+    rv = review("s", entry, entry, tmp_path / ".mcp.json")
+    assert any(c.startswith("env.NODE_OPTIONS makes the server") for c in rv.callouts)
+    assert not any("LANG" in c for c in rv.callouts)
+    assert any("'./bin/server' is a relative path" in c for c in rv.callouts)

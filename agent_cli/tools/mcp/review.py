@@ -24,6 +24,10 @@ from typing import Any
 GRANTING = ("trusted", "writable", "network", "sandbox", "alwaysAllow", "autoApprove",
             "autoapprove", "trust", "enabled_tools")
 """Keys of a foreign entry that would grant something; never imported (the user sets them)."""
+LOADS_CODE = ("LD_PRELOAD", "LD_LIBRARY_PATH", "NODE_OPTIONS", "NODE_PATH", "PYTHONPATH",
+              "PYTHONSTARTUP", "PATH", "BASH_ENV", "ENV", "PERL5OPT", "RUBYOPT",
+              "GIT_SSH_COMMAND", "GIT_CONFIG_GLOBAL")
+"""Environment variables that make a program (or what it runs) load other code."""
 SECRET_WORDS = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|SESSION|COOKIE", re.I)
 
 
@@ -88,6 +92,14 @@ def review(name: str, entry: dict[str, Any], raw: dict[str, Any], source: Path) 
             out.callouts.append(f"{key} in the file is ignored: only you can grant that, by "
                                 "editing your own config after the import")
     _check_cwd(out, entry.get("cwd"), source)
+    for var in entry.get("env") or {}:
+        if var in LOADS_CODE or var.startswith("DYLD_"):
+            out.callouts.append(f"env.{var} makes the server (or what it starts) load other "
+                                "code or programs")
+    command = entry.get("command")
+    if isinstance(command, str) and "/" in command and not command.startswith(("/", "~")):
+        out.callouts.append(f"command {command!r} is a relative path: it is looked up from the "
+                            "server's cwd, a program the file's authors ship")
     for where, value in _strings(entry):
         for m in VAR_RE.finditer(value):
             var = m.group(1)
