@@ -184,3 +184,31 @@ def test_mcp_import_proposes_grants_and_takes_them_only_when_accepted(tmp_path: 
     servers = load_settings(cfg2).mcp["servers"]
     assert (servers["fs"].writable, servers["fs"].network) == (["~/.npm", str(project)], True)
     assert (servers["time"].writable, servers["time"].network) == ([], False)
+
+
+def test_mcp_add_asks_one_fresh_question_for_the_grants(tmp_path: Path) -> None:
+    import sys
+
+    import pexpect
+
+    cfg = tmp_path / "cfg.toml"
+    data = tmp_path / "data"
+    data.mkdir()
+    env = {**os.environ, "PROMPT_TOOLKIT_NO_CPR": "1", "TERM": "xterm-256color",
+           "PYTHONUNBUFFERED": "1"}
+    child = pexpect.spawn(sys.executable, ["-m", "agent_cli", "mcp", "add", "db", "--config",
+                                           str(cfg), "--", "uvx", "mcp-server-sqlite",
+                                           "--db-path", str(data / "x.db")],
+                          env=env, dimensions=(40, 200), timeout=60)
+    try:
+        child.send("n\r")  # typed ahead: must not answer the question
+        child.expect("because uvx downloads the server")
+        child.expect(r"Grant these\? \[y/N\]")
+        child.send("y\r")
+        child.expect("with the grants above")
+        child.expect(pexpect.EOF)
+    finally:
+        if child.isalive():
+            child.terminate(force=True)
+    db = load_settings(cfg).mcp["servers"]["db"]
+    assert (db.writable, db.network) == (["~/.cache/uv", str(data)], True)
