@@ -311,6 +311,9 @@ def _looking_hub(servers: dict[str, Any], workspace: Path, settings: "Settings"
         stamp = time.strftime("%Y%m%d-%H%M%S")
         hub = MCPHub(servers, Registry(), None, home=home(), session_id=f"mcp-cli-{stamp}",
                      pin_first_use=False, workspace=workspace)
+        notice = box.start_notice() if hub.servers else None
+        if notice is not None:  # e.g. "sandbox off: ... run with all your rights", as chat says
+            hub.note(notice, "mcp_error")
         try:
             hub.start()
             hub.wait_ready()

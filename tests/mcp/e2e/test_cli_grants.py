@@ -48,6 +48,7 @@ def test_sandbox_off_means_off_for_every_command_that_starts_a_server(
     assert not state.exists()
     off = agent(*command, "--config", str(cfg), "--workspace", str(tmp_path), "--sandbox", "off")
     assert off.returncode == 0, off.stdout + off.stderr
+    assert "sandbox off: approved commands and MCP servers run with all your rights" in off.stdout
     assert (state / "state.json").exists()
     # The config's sandbox = "off" is the same as the flag.
     (state / "state.json").unlink()
