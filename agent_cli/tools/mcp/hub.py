@@ -411,14 +411,16 @@ class MCPHub(ServerTasks, HubFeatures):
         return self._say_sandbox(st, format_result(result), logged)
 
     def _say_sandbox(self, st: ServerState, out: ToolOutput, logged: int) -> ToolOutput:
-        """A confined server's result (or what it wrote to stderr meanwhile) that reads like a
-        denial the sandbox caused: the model is told the server is confined and how it could be
-        allowed, and the user gets the same line as a notice."""
+        """A confined server's failed result (or what it wrote to stderr meanwhile) that reads
+        like a denial the sandbox caused: the model is told the server is confined and how it
+        could be allowed, and the user gets the same line as a notice."""
         if not st.confined:
             return out
         from agent_cli.tools.mcp.grants import read_tail, sandbox_hint
 
-        text = out.content + "\n" + read_tail(st.errlog, logged)
+        # A successful result is data (a file that happens to say "Permission denied"); only a
+        # failed one, and what the server wrote to stderr meanwhile, can tell of a denial.
+        text = (out.content if out.is_error else "") + "\n" + read_tail(st.errlog, logged)
         hint = sandbox_hint(st.name, st.config, text, cwd=st.cwd, tmp=st.tmp)
         if hint is None:
             return out

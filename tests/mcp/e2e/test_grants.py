@@ -127,6 +127,16 @@ def test_a_write_into_the_workspace_is_explained_and_the_path_named(workspace: P
         assert not sandbox_notices(inside)
     finally:
         inside.close()
+    # A result that is data saying "Permission denied" (a file's text) is not a denial.
+    said = Run(workspace, {"w": writer(marker)},
+               [calls(use("c1", "w__echo", {"text": "Permission denied: '/etc/shadow'"})),
+                done()], answers=["y"])
+    try:
+        said.send()
+        assert said.results()["c1"].content == "Permission denied: '/etc/shadow'"
+        assert not sandbox_notices(said)
+    finally:
+        said.close()
 
 
 @pytest.fixture
@@ -226,13 +236,14 @@ def test_a_silent_server_in_mode_auto_still_gets_the_legacy_hint(workspace: Path
 def test_a_server_that_answered_gets_no_legacy_hint(workspace: Path, marker: str) -> None:
     # mode "auto": it answers discovery (or the handshake) and then hangs listing its tools;
     # "try mode = legacy" would send the user the wrong way.
+    # The timeout leaves a loaded machine ample time to start Python and answer the handshake.
     cfg = MCPServer(command=PY, args=[str(WRITER), "--hang-list"], env={marker: "1"},
-                    startup_timeout_s=4)
+                    startup_timeout_s=20)
     run = Run(workspace, {"s": cfg}, [done()])
     try:
         run.send()
         st = run.hub.servers["s"]
-        assert st.state == "failed" and "within 4 s" in st.reason
+        assert st.state == "failed" and "within 20 s" in st.reason
         assert st.heard and "legacy" not in st.reason
     finally:
         run.close()

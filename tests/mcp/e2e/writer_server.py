@@ -34,6 +34,12 @@ def write(path: str, text: str) -> str:
 
 
 @server.tool()
+def echo(text: str) -> str:
+    """Return the text (a result that is data, whatever it says)."""
+    return text
+
+
+@server.tool()
 def connect(port: int) -> str:
     """Open a TCP connection to 127.0.0.1:port and read one line."""
     with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
