@@ -128,13 +128,6 @@ def _guard_own_state(settings: Settings, log_path: Path, *, default_folder: bool
         private_dir(log_path.parent)
 
 
-def _state_paths(settings: Settings) -> list[Path]:
-    """agent-cli's own state as the path guard knows it: also unreadable to confined processes."""
-    from agent_cli.config import own_state
-
-    return list(own_state(settings))
-
-
 class Session:
     """One conversation with its tools, its log and the loop that drives it: the composition
     root. `Session.create(settings, ...)` builds every part from the settings (provider, tools
@@ -199,10 +192,7 @@ class Session:
         self.sinks: list[Sink] = [self.log, self.usage, *sinks]
         self.gate = Gate(approver, settings.deny, read_only=self._read_only_reason)
         self.skills = self._load_skills()
-        self.sandbox = Sandbox(settings.sandbox, self.workspace,
-                               read_deny=settings.sandbox_read_deny,
-                               read_allow=settings.sandbox_read_allow,
-                               state=[*_state_paths(settings), self.log_path])
+        self.sandbox = Sandbox.for_settings(settings, self.workspace, [self.log_path])
         """Confinement of every process the session's tools and MCP servers start."""
         self._check_scope_settings()
         # From here on, processes started through run_process (plugins) and MCP servers (which

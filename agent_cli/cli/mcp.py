@@ -3,8 +3,9 @@
 The views they print are in ui/views/mcp.py; the REPL's `/mcp` command is ui/mcp_repl.py.
 """
 
-import sys
+import contextlib
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
@@ -39,7 +40,8 @@ def register(app: typer.Typer) -> None:
         from agent_cli.ui.views.mcp import MCPStatus
 
         console = Console(highlight=False, markup=False)
-        servers = configured_servers(common.settings())
+        settings = common.settings()
+        servers = configured_servers(settings)
         if not servers:
             console.print("No MCP servers are configured: add [mcp.servers.NAME] with "
                           "command = ... to the config (see docs/mcp.md).")
@@ -48,12 +50,10 @@ def register(app: typer.Typer) -> None:
             enabled = [n for n, s in servers.items() if s.enabled]
             raise fail(MISSING_EXTRA.format(names=", ".join(enabled) or "none enabled"),
                        EXIT_FAILED)
-        hub = _start_hub(servers, common.workspace_dir())
-        try:
+        with _looking_hub(servers, common.workspace_dir(), settings) as hub:
+            _print_notes(console, hub)
             console.print(MCPStatus(hub.snapshot()))
             _print_confinement(console, list(servers))
-        finally:
-            hub.close()
         failed = [s for s in hub.snapshot() if s.state in ("failed", "stopped")]
         raise typer.Exit(EXIT_FAILED if failed else EXIT_OK)
 
@@ -75,7 +75,8 @@ def register(app: typer.Typer) -> None:
         from agent_cli.ui.safe_rich import safe
 
         console = Console(highlight=False, markup=False)
-        servers = configured_servers(common.settings())
+        settings = common.settings()
+        servers = configured_servers(settings)
         if name not in servers:
             raise fail(f"No MCP server named {name!r} in the config; configured: "
                        f"{', '.join(servers) or '(none)'}.", EXIT_USAGE)
@@ -84,8 +85,7 @@ def register(app: typer.Typer) -> None:
                        "pip install mcp jsonschema (with pipx: pipx inject agent-cli-host mcp "
                        "jsonschema).", EXIT_FAILED)
         cfg = servers[name].model_copy(update={"enabled": True})
-        hub = _start_hub({name: cfg}, common.workspace_dir())
-        try:
+        with _looking_hub({name: cfg}, common.workspace_dir(), settings) as hub:
             st = hub.servers[name]
             if st.state != "ready":
                 raise fail(f"MCP server {name} did not start ({st.reason or st.state}); nothing "
@@ -106,20 +106,15 @@ def register(app: typer.Typer) -> None:
                 for change in changes:
                     console.print(Text("  ") + safe(change))
             if not yes:
-                from agent_cli.ui.terminal import Terminal
-
-                if not Terminal.detect().interactive:
+                answer = confirm(f"Accept these {len(held)} definition(s)?")
+                if answer is None:
                     raise fail("No terminal to confirm on: run again with --yes to accept "
                                "these definitions.", EXIT_USAGE)
-                answer = typer.prompt(f"Accept these {len(held)} definition(s)? [y/N]",
-                                      default="", show_default=False)
-                if answer.strip().lower() not in ("y", "yes"):
+                if not answer:
                     console.print("Not accepted; those tools stay out.")
                     raise typer.Exit(EXIT_FAILED)
             accepted = hub.accept(name)
             console.print(safe(f"Accepted {len(accepted)} tool definition(s) of {name}."))
-        finally:
-            hub.close()
 
     @mcp_app.command("add")
     @with_common
@@ -140,15 +135,20 @@ def register(app: typer.Typer) -> None:
             "--header", help="Name=Value HTTP header; ${VAR} is expanded at start.")] = None,
         cwd: Annotated[Optional[str], typer.Option(  # noqa: UP045
             "--cwd", help="The server's working folder.")] = None,
+        grant: Annotated[bool, typer.Option(
+            "--grant", help="Accept the grants proposed for the command (package cache, "
+            "a --db-path folder, network) without asking.")] = False,
     ) -> None:
         """Add a server to the config (the --config file, else your user config):
-        `agent-cli mcp add NAME -- CMD ARGS...` or `agent-cli mcp add NAME --url URL`."""
+        `agent-cli mcp add NAME -- CMD ARGS...` or `agent-cli mcp add NAME --url URL`.
+        The grants its command needs in the sandbox are proposed in one question."""
         from agent_cli.tools.mcp.config import (
             append_servers,
             existing_servers,
             normalise,
             parse_pairs,
         )
+        from agent_cli.tools.mcp.transport import check_cwd, refuse_argv_vars
 
         target = _config_target(common)
         try:
@@ -160,14 +160,19 @@ def register(app: typer.Typer) -> None:
                 else [], "env": parse_pairs(env, "=", "--env"), "headers": parse_pairs(header, "=",
                                                                              "--header"),
                 "url": url, "cwd": cwd})
+            refuse_argv_vars(name, entry.get("command"), entry.get("args", []))
+            if cwd:
+                check_cwd(name, Path(cwd).expanduser())
             if name in existing_servers(target):
                 raise ValueError(f"a server named {name} is already in {target}; edit or "
                                  "remove it there")
-            append_servers(target, {name: entry})
         except ValueError as e:
             raise fail(str(e), EXIT_USAGE) from None
-        print(f"Added MCP server {name} to {target} (untrusted: every call asks first). "
-              "Check it with: agent-cli mcp list")
+        granted = _offer_grants({name: entry}, grant)
+        append_servers(target, {name: entry})
+        print(f"Added MCP server {name} to {target} (untrusted: every call asks first"
+              f"{'; with the grants above' if granted else ''}). Check it with: agent-cli mcp "
+              "list")
 
     @mcp_app.command("import")
     @with_common
@@ -177,15 +182,16 @@ def register(app: typer.Typer) -> None:
         file: Annotated[Path, typer.Argument(
             help="A JSON file with an \"mcpServers\" object: Claude Desktop's "
             "claude_desktop_config.json, a .mcp.json, ...")],
+        yes: Annotated[bool, typer.Option(
+            "--yes", help="Import the servers shown without asking (needed when there is no "
+            "terminal).")] = False,
+        grant: Annotated[bool, typer.Option(
+            "--grant", help="Also accept the grants proposed for them without asking.")] = False,
     ) -> None:
-        """Add every server of an `mcpServers` block to the config; names already there are
-        left alone and named. Exit 1 if an entry could not be read."""
-        from agent_cli.tools.mcp.config import (
-            append_servers,
-            existing_servers,
-            normalise,
-            read_mcp_servers,
-        )
+        """Show every server of an `mcpServers` block with each field that grants something,
+        and add the servers to the config once you accept that view; names already there are
+        left alone and named. Exit 1 if an entry could not be read or was refused."""
+        from agent_cli.tools.mcp.config import existing_servers, read_mcp_servers
 
         target = _config_target(common)
         try:
@@ -193,26 +199,9 @@ def register(app: typer.Typer) -> None:
             have = existing_servers(target)
         except ValueError as e:
             raise fail(str(e), EXIT_USAGE) from None
-        added: dict[str, Any] = {}
-        problems: list[str] = []
-        for name, raw in block.items():
-            if name in have:
-                problems.append(f"{name}: already configured in {target}; left as it is")
-                continue
-            try:
-                added[name] = normalise(str(name), raw)
-            except ValueError as e:
-                problems.append(str(e))
-        if added:
-            append_servers(target, added)
-        from agent_cli.safe_text import one_line
+        from agent_cli.cli.mcp_import import run_import
 
-        for name in added:
-            print(f"imported {one_line(name)} (untrusted)")
-        for problem in problems:
-            print(f"not imported: {one_line(problem)}", file=sys.stderr)
-        print(f"{len(added)} server(s) added to {target}.")
-        raise typer.Exit(EXIT_FAILED if any("already" not in p for p in problems) else EXIT_OK)
+        raise typer.Exit(run_import(block, have, file, target, yes=yes, grant=grant))
 
     app.add_typer(mcp_app, name="mcp")
 
@@ -229,9 +218,66 @@ def _print_confinement(console: "Console", names: list[str]) -> None:
 
 
 def _config_target(common: Any) -> Path:
-    from agent_cli.config import home
+    """The file `add` and `import` write: --config FILE, else the user config that is really
+    read (the XDG one, or the legacy data-folder one only while it is the only one)."""
+    from agent_cli.locations import user_config_file
 
-    return Path(common.config) if common.config else home() / "config.toml"
+    return Path(common.config) if common.config else user_config_file()
+
+
+def confirm(question: str) -> bool | None:
+    """The one y/N of the `agent-cli mcp` commands: type-ahead discarded, a fresh line editor,
+    only y/yes accepts; None when there is no terminal to ask on."""
+    from agent_cli.ui.terminal import Terminal
+
+    ask = Terminal.detect().ask()
+    if ask is None:
+        return None
+    try:
+        answer = ask(f"{question} [y/N] ")
+    except (EOFError, KeyboardInterrupt):
+        return False
+    return answer.strip().lower() in ("y", "yes")
+
+
+def _offer_grants(entries: dict[str, dict[str, Any]], given: bool) -> bool:
+    """Propose the grants each entry's command needs in the sandbox (one line each, with why)
+    and apply them all on one yes (or `given`: --grant). True when they were applied."""
+    from rich.console import Console
+
+    from agent_cli.tools.mcp.grants import propose
+    from agent_cli.ui.safe_rich import safe
+
+    console = Console(highlight=False, markup=False)
+    proposals = {n: p for n, e in entries.items()
+                 if (p := propose(e.get("command"), e.get("args", []), e.get("env")))}
+    if not proposals:
+        return False
+    for n, p in proposals.items():
+        console.print(safe(f"{n} needs, confined by the sandbox: {p.settings()}", "bold"))
+        for why in p.reasons:
+            console.print(safe(f"  because {why}"))
+    answer = True if given else confirm("Grant these?")
+    if not answer:
+        console.print(safe("Not granted" + (" (no terminal to ask on; --grant accepts them)"
+                                            if answer is None else "")
+                           + ": the server may fail confined; add them to its table later."))
+        return False
+    for n, p in proposals.items():
+        p.apply(entries[n])
+    return True
+
+
+def _print_notes(console: "Console", hub: "MCPHub") -> None:
+    """The hub's queued notices (start lines such as a package runner's needs) for the
+    commands that show state instead of running a session."""
+    from agent_cli.ui.safe_rich import safe
+
+    with hub._lock:
+        notes, hub._notices = hub._notices, []
+    for message, kind in notes:
+        if kind == "mcp_error" and "could not start" not in message:
+            console.print(safe(message, "yellow"))
 
 
 def print_tools(console: "Console", settings: "Settings", workspace: Path) -> bool:
@@ -253,24 +299,38 @@ def print_tools(console: "Console", settings: "Settings", workspace: Path) -> bo
                            "jsonschema)",
                            style="yellow"))
         return True
-    hub = _start_hub(servers, workspace)
-    try:
+    with _looking_hub(servers, workspace, settings) as hub:
+        _print_notes(console, hub)
         snapshot = hub.snapshot()
-    finally:
-        hub.close()
     console.print(MCPToolList(snapshot))
     return all(srv.state == "ready" for srv in snapshot)
 
 
-def _start_hub(servers: dict[str, Any], workspace: Any) -> "MCPHub":
-    """A hub that only looks: it starts the servers, waits for them, and pins nothing."""
+@contextlib.contextmanager
+def _looking_hub(servers: dict[str, Any], workspace: Path, settings: "Settings"
+                 ) -> Iterator["MCPHub"]:
+    """A hub that only looks: it starts the servers, waits for them, and pins nothing. Its
+    servers are confined exactly as a chat session's are: the sandbox is built from the same
+    setting (`sandbox`, --sandbox off) and installed while the hub lives."""
     from agent_cli.config import home
+    from agent_cli.sandbox.policy import Sandbox, install
     from agent_cli.tools.mcp.hub import MCPHub
     from agent_cli.tools.registry import Registry
 
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    hub = MCPHub(servers, Registry(), None, home=home(), session_id=f"mcp-cli-{stamp}",
-                 pin_first_use=False, workspace=workspace)
-    hub.start()
-    hub.wait_ready()
-    return hub
+    box = Sandbox.for_settings(settings, workspace)
+    install(box)
+    try:
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        hub = MCPHub(servers, Registry(), None, home=home(), session_id=f"mcp-cli-{stamp}",
+                     pin_first_use=False, workspace=workspace)
+        notice = box.start_notice() if hub.servers else None
+        if notice is not None:  # e.g. "sandbox off: ... run with all your rights", as chat says
+            hub.note(notice, "mcp_error")
+        try:
+            hub.start()
+            hub.wait_ready()
+            yield hub
+        finally:
+            hub.close()
+    finally:
+        box.close()

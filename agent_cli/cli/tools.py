@@ -16,7 +16,8 @@ def register(app: typer.Typer) -> None:
     app.command()(tools)
 
 
-@with_options("workspace", "tools_dir", "config", "tools", "exclude_tools", "read_only")
+@with_options("workspace", "tools_dir", "config", "tools", "exclude_tools", "read_only",
+              "sandbox")
 @guarded
 def tools(
     common: Common,

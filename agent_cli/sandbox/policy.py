@@ -111,6 +111,19 @@ class Sandbox:
     sockets unless the call (or the server's config) asks for network, no signals or ptrace
     outside, and (run_command) a PID namespace of its own."""
 
+    @classmethod
+    def for_settings(cls, settings: Any, workspace: Path,
+                     extra_state: Sequence[str | Path] = ()) -> Sandbox:
+        """The sandbox the settings ask for (`sandbox`, `sandbox_read_deny`/`_allow`, and
+        agent-cli's own state as the path guard knows it, plus `extra_state` such as this
+        session's log): the one way a session and the `agent-cli mcp` commands build it, so
+        their servers are confined alike."""
+        from agent_cli.config import own_state
+
+        return cls(settings.sandbox, workspace, read_deny=settings.sandbox_read_deny,
+                   read_allow=settings.sandbox_read_allow,
+                   state=[*own_state(settings), *extra_state])
+
     def __init__(self, mode: Mode, workspace: Path, support: Support | None = None, *,
                  read_deny: Sequence[str] = (), read_allow: Sequence[str] = (),
                  state: Sequence[str | Path] = ()) -> None:

@@ -20,6 +20,7 @@ import pytest
 from agent_cli import events as ev
 from agent_cli.approval import ScriptedApprover
 from agent_cli.config import MCPServer, Settings
+from agent_cli.events import Notice
 from agent_cli.providers.scripted import ScriptedProvider
 from agent_cli.session import Session
 from agent_cli.tools.loader import load_tools
@@ -243,7 +244,14 @@ def test_a_grant_never_reaches_agent_clis_state(tmp_path: Path, workspace: Path,
     finally:
         inbox.close()
     res = results(events)
+    # The grant is refused before the server starts (the server's tools never exist), or, if
+    # a server got that far, the kernel still keeps the key and the folder out of its reach.
+    assert not (state / "planted").exists()
+    if "Unknown tool" in res["m1"]:
+        notes = " ".join(e.message for e in events if isinstance(e, Notice))
+        assert "writable folder" in notes, notes
+        return
     if not SUPPORT.abi:
         return
     assert "read refused: Permission denied" in res["m1"]
-    assert res["m2"].startswith("refused") and not (state / "planted").exists()
+    assert res["m2"].startswith("refused")

@@ -16,6 +16,11 @@ from pathlib import Path
 from typing import Any
 
 FIELDS = ("type", "command", "args", "env", "cwd", "url", "headers")
+"""What `import` takes from another client's entry: never a grant (trusted, writable, network,
+sandbox), which only the user gives."""
+WRITTEN = (*FIELDS, "writable", "network")
+"""What `add` and `import` write: the fields, and the grants the user accepted."""
+MAX_IMPORT_BYTES = 1_000_000
 
 
 def toml_string(value: str) -> str:
@@ -43,11 +48,13 @@ def _key(name: str) -> str:
 def server_table(name: str, server: dict[str, Any]) -> str:
     """The TOML text of one `[mcp.servers.NAME]` table."""
     lines = [f"[mcp.servers.{_key(name)}]"]
-    for fld in FIELDS:
+    for fld in WRITTEN:
         value = server.get(fld)
-        if value in (None, "", [], {}):
+        if value in (None, "", [], {}, False):
             continue
-        if isinstance(value, str):
+        if value is True:
+            lines.append(f"{fld} = true")
+        elif isinstance(value, str):
             lines.append(f"{fld} = {toml_string(value)}")
         elif isinstance(value, list):
             lines.append(f"{fld} = [{', '.join(toml_string(str(v)) for v in value)}]")
@@ -91,15 +98,31 @@ def normalise(name: str, raw: Any) -> dict[str, Any]:
 
 
 def read_mcp_servers(path: Path) -> dict[str, Any]:
-    """The `mcpServers` block of a Claude Desktop / `.mcp.json`-style JSON file."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+    """The `mcpServers` block of a Claude Desktop / `.mcp.json`-style JSON file (`servers` in
+    VS Code's): a regular file of at most MAX_IMPORT_BYTES, read without waiting on a FIFO."""
+    import os
+    import stat
+
+    try:  # O_NONBLOCK: a FIFO named as the file must not hang the import
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except FileNotFoundError:
         raise ValueError(f"{path} not found") from None
-    except (OSError, ValueError) as e:
+    except OSError as e:
+        raise ValueError(f"{path} cannot be read ({e.strerror or e})") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError(f"{path} is not a regular file; name the JSON file itself")
+        raw = os.read(fd, MAX_IMPORT_BYTES + 1)
+    finally:
+        os.close(fd)
+    if len(raw) > MAX_IMPORT_BYTES:
+        raise ValueError(f"{path} is larger than {MAX_IMPORT_BYTES:,} bytes; not an MCP config")
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except ValueError as e:
         raise ValueError(f"{path} is not valid JSON ({e})") from None
-    block = data.get("mcpServers") if isinstance(data, dict) else None
-    if not isinstance(block, dict):
+    block = (data.get("mcpServers") or data.get("servers")) if isinstance(data, dict) else None
+    if not isinstance(block, dict):  # "servers": VS Code's .vscode/mcp.json
         raise ValueError(f"{path} has no \"mcpServers\" object")
     return block
 

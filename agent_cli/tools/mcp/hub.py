@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 from agent_cli.tools.base import Tool, ToolContext, ToolOutput, canonical_json
 from agent_cli.tools.mcp.adapt import NAME_OK, describe_claims
 from agent_cli.tools.mcp.features import HubFeatures
+from agent_cli.tools.mcp.grants import grant_lines
 from agent_cli.tools.mcp.pins import PinStore
 from agent_cli.tools.mcp.results import exception_text, format_result, wait_for_call
 from agent_cli.tools.mcp.serve import ServerTasks
@@ -176,6 +177,8 @@ class MCPHub(ServerTasks, HubFeatures):
         atexit.register(self.close)
         self.note(f"MCP: starting {', '.join(s.name for s in todo)} in the background; "
                   "their tools join when ready (/mcp shows the state).")
+        for line in grant_lines(todo):
+            self.note(line, "mcp_error")
 
     def _boot_servers(self, todo: list[ServerState]) -> None:
         # Give the main thread a head start to bring up the prompt (the SDK import and two
@@ -394,17 +397,36 @@ class MCPHub(ServerTasks, HubFeatures):
         async def progress(done: float, total: float | None, message: str | None) -> None:
             self._progress(st, remote, done, total, message)
 
+        logged = _size(st.errlog)
         try:
             with anyio.fail_after(timeout + 1.0):
                 result = await client.call_tool(remote, args, read_timeout_seconds=timeout,
                                                 progress_callback=progress)
         except Exception as e:
-            return self._call_failed(st, timeout, e)
+            return self._say_sandbox(st, self._call_failed(st, timeout, e), logged)
         finally:
             st.progress = ""
         if st.dirty:  # the call changed the server's tools: the next request should see them
             await self._relist(st, client)
-        return format_result(result)
+        return self._say_sandbox(st, format_result(result), logged)
+
+    def _say_sandbox(self, st: ServerState, out: ToolOutput, logged: int) -> ToolOutput:
+        """A confined server's failed result (or what it wrote to stderr meanwhile) that reads
+        like a denial the sandbox caused: the model is told the server is confined and how it
+        could be allowed, and the user gets the same line as a notice."""
+        if not st.confined:
+            return out
+        from agent_cli.tools.mcp.grants import read_tail, sandbox_hint
+
+        # A successful result is data (a file that happens to say "Permission denied"); only a
+        # failed one, and what the server wrote to stderr meanwhile, can tell of a denial.
+        text = (out.content if out.is_error else "") + "\n" + read_tail(st.errlog, logged)
+        hint = sandbox_hint(st.name, st.config, text, cwd=st.cwd, tmp=st.tmp)
+        if hint is None:
+            return out
+        self.note(f"MCP server {st.name}: {hint}", "mcp_error")
+        return ToolOutput(f"{out.content}\n\n[agent-cli: {hint} Only the user can change "
+                          "that.]", out.is_error, out.images)
 
     # -- views -----------------------------------------------------------------------------------
 
@@ -454,3 +476,10 @@ def start_hub(settings: Settings, registry: Registry, emit: Callable[[ev.AnyEven
     except Exception as e:  # never let a broken MCP setup stop the session
         hub.note(f"MCP servers could not be started: {exception_text(e)}", "mcp_error")
     return hub
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0

@@ -20,10 +20,11 @@ from typing import Any
 from agent_cli.tools.base import canonical_json
 from agent_cli.tools.mcp.adapt import CallFn, ResourceFn, ToolEntry, resource_entries, tool_entries
 from agent_cli.tools.mcp.features import list_pages
+from agent_cli.tools.mcp.grants import exit_hint, read_tail, runner_line, sandbox_hint
 from agent_cli.tools.mcp.pins import PinStore
 from agent_cli.tools.mcp.results import exception_text, flatten_exception
 from agent_cli.tools.mcp.state import BOOT_ALLOWANCE_S, ServerState, import_sdk
-from agent_cli.tools.mcp.transport import EofWatch, ExpandError, http_streams, stdio_params
+from agent_cli.tools.mcp.transport import EofWatch, StartRefused, http_streams, stdio_params
 
 
 class ServerTasks:
@@ -136,12 +137,14 @@ class ServerTasks:
             elif st.state == "starting":
                 leaf = flatten_exception(e)
                 text = exception_text(e)
-                if isinstance(leaf, ExpandError):
+                if isinstance(leaf, StartRefused):
                     text = str(leaf)
                 elif "timed out" in text or isinstance(leaf, TimeoutError):
                     text = self._timeout_text(st)
                 elif text in ("Connection closed", "MCPError: Connection closed"):
                     text = "it exited or closed the connection before the handshake finished"
+                    if st.confined:
+                        text += "; " + (self._start_hint(st) or exit_hint(st.name))
                 self._failed(st, text)
             else:
                 self._lost(st, exception_text(e))
@@ -164,9 +167,26 @@ class ServerTasks:
         self._relisted(st, listed)
 
     @staticmethod
-    def _timeout_text(st: ServerState) -> str:
+    def _start_hint(st: ServerState) -> str | None:
+        """The sandbox line for a confined server that failed to start, from its stderr log."""
+        if not st.confined:
+            return None
+        return sandbox_hint(st.name, st.config, read_tail(st.errlog), cwd=st.cwd, tmp=st.tmp)
+
+    @classmethod
+    def _timeout_text(cls, st: ServerState) -> str:
+        """Why a start timed out, with the one piece of advice that fits: the sandbox line when
+        its stderr shows a denial, the package runner's grants when it runs through npx and
+        the like, `mode = "legacy"` only for a server that never said anything in mode auto
+        (one that answered did not ignore discovery)."""
         text = f"it did not finish starting within {st.config.startup_timeout_s:g} s"
-        if st.config.mode == "auto":
+        hint = cls._start_hint(st)
+        runner = runner_line(st.name, st.config) if st.confined else None
+        if hint is not None:
+            return f"{text}; {hint}"
+        if runner is not None and "cannot reach" in runner:
+            return f"{text}; {runner[len('MCP server '):]}"
+        if st.config.mode == "auto" and not st.heard:
             text += (" (a server that ignores the 2026-07-28 discovery request costs 10 s in "
                      'mode "auto": try mode = "legacy" for it)')
         return text
@@ -193,13 +213,19 @@ class ServerTasks:
         @contextlib.asynccontextmanager
         async def transport() -> AsyncIterator[Any]:
             if cfg.transport == "stdio":
-                params = stdio_params(cfg, self._neutral_cwd(), st.marker, st.name)
+                params, st.confined = stdio_params(cfg, self._neutral_cwd(), st.marker, st.name)
+                st.cwd = str(params.cwd or "")
+                st.tmp = _session_tmp() if st.confined else ""
                 from agent_cli.sandbox.mcp import start_line
 
                 if (confinement := start_line(st.name)) is not None:
                     self.note(confinement, "sandbox")
+
+                def heard() -> None:
+                    st.heard = True
+
                 async with stdio_client(params, errlog=errlog) as (read, write):
-                    yield EofWatch(read, lambda: self._lost(st, lost)), write
+                    yield EofWatch(read, lambda: self._lost(st, lost), heard), write
             else:
                 async with http_streams(cfg, cfg.startup_timeout_s) as (read, write):
                     yield read, write
@@ -318,3 +344,11 @@ class ServerTasks:
             self._notices.append((f"MCP server {st.name} could not start: {why}. Its tools are "
                                   f"not offered; server stderr: {st.errlog}", "mcp_error"))
         st.ready.set()
+
+
+def _session_tmp() -> str:
+    """The session sandbox's temporary folder (each confined server's TMPDIR is inside it)."""
+    from agent_cli.sandbox.policy import current
+
+    box = current()
+    return str(box.tmpdir()) if box is not None else ""

@@ -96,6 +96,16 @@ class ServerState:
     """The latest progress notification of a running call, for `/mcp`."""
     dirty: bool = False
     """A tools/list_changed arrived and the tools were not listed again since."""
+    confined: bool = False
+    """Its process runs in the kernel sandbox (set when it is started): only then does a denial
+    in its output get the line that names the sandbox (grants.sandbox_hint)."""
+    heard: bool = False
+    """It sent at least one message: a server that answered discovery (or anything) did not
+    time out for ignoring it, so "try mode = legacy" would be the wrong advice."""
+    cwd: str = ""
+    """The folder it was started in (a confined server may write there)."""
+    tmp: str = ""
+    """Its private temporary folder (TMPDIR), when confined."""
 
 
 

@@ -26,8 +26,50 @@ VAR_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 """`${NAME}` or `${NAME:-default}`, as Claude Code and Codex spell it in their MCP configs."""
 
 
-class ExpandError(ValueError):
+class StartRefused(ValueError):
+    """The server's config asks for something agent-cli does not start: the message is the one
+    line that says what and how to fix it."""
+
+
+class ExpandError(StartRefused):
     """A `${VAR}` in a server's config names a variable that is not set (and has no default)."""
+
+
+ARGV_VAR = ("{where} holds ${{{var}}}: a value put in a program's command line is readable by "
+            "every process on this machine (/proc/PID/cmdline), so agent-cli never expands it "
+            "there. Pass it by environment instead: env = {{ {var} = \"${{{var}}}\" }} in "
+            "[mcp.servers.{name}], and have the server read {var} from its environment (most "
+            "servers take their token that way)")
+"""Why `${VAR}` is refused in `command` and `args` (docs/mcp.md says the same)."""
+
+
+def refuse_argv_vars(name: str, command: str | None, args: list[str]) -> None:
+    """StartRefused when `command` or `args` holds a `${VAR}`: its value would be in the
+    server's /proc/PID/cmdline, which any process may read (an environment is readable only by
+    the same user's processes that may trace it)."""
+    for where, value in [("command", command or ""), *(("args", a) for a in args)]:
+        m = VAR_RE.search(value)
+        if m:
+            raise StartRefused(ARGV_VAR.format(where=where, var=m.group(1), name=name))
+
+
+def check_cwd(name: str, folder: Path, what: str = "cwd") -> None:
+    """StartRefused when a folder a server may write (its cwd, a `writable` folder) is inside
+    agent-cli's own state (the data or config folder) or holds it (the home folder): a server
+    must never be able to write its own config (`trusted = true`), pins or logs."""
+    from agent_cli.tools.mcp.review import inside_own_state
+
+    where = inside_own_state(folder)
+    if where is not None:
+        raise StartRefused(f"its {what} {folder} is {where}, and a server may write there: a "
+                           "server must never be able to change agent-cli's config, pins or "
+                           f"logs; set {what} in [mcp.servers.{name}] to a folder of its own")
+
+
+def check_grants(name: str, cfg: MCPServer) -> None:
+    """Every `writable` folder of a server, checked like its cwd (`check_cwd`)."""
+    for folder in cfg.writable:
+        check_cwd(name, Path(folder).expanduser(), "writable folder")
 
 
 def expand(value: str, environ: Mapping[str, str] | None = None) -> str:
@@ -52,22 +94,30 @@ def expand_map(values: Mapping[str, str], environ: Mapping[str, str] | None = No
     return {k: expand(v, environ) for k, v in values.items()}
 
 
-def stdio_params(cfg: MCPServer, cwd: Path, marker: str, name: str) -> Any:
-    """The StdioServerParameters for a stdio server: its command, `${VAR}`-expanded args and env
-    (on top of the SDK's minimal environment: API keys are not passed on), a marker so every
-    process it starts can be found and ended at close, and its working folder (the configured
-    `cwd`, or the neutral empty folder `cwd` the hub made; never the workspace by default)."""
+def stdio_params(cfg: MCPServer, cwd: Path, marker: str, name: str) -> tuple[Any, bool]:
+    """The StdioServerParameters for a stdio server, and whether it runs confined: its command
+    and args as written (a `${VAR}` there is refused, see `refuse_argv_vars`), its `${VAR}`-
+    expanded env (on top of the SDK's minimal environment: API keys are not passed on), a marker
+    so every process it starts can be found and ended at close, and its working folder (the
+    configured `cwd`, or the neutral empty folder `cwd` the hub made; never the workspace by
+    default, never agent-cli's own state)."""
     from mcp import StdioServerParameters
 
+    refuse_argv_vars(name, cfg.command, cfg.args)
     env = expand_map(cfg.env)
     env[MARKER_VAR] = marker
     folder = Path(expand(cfg.cwd)).expanduser() if cfg.cwd else cwd
-    params = StdioServerParameters(command=expand(cfg.command or ""),
-                                   args=[expand(a) for a in cfg.args], env=env, cwd=str(folder))
-    from agent_cli.sandbox.mcp import confine_server  # the server runs confined (issue 12)
+    check_cwd(name, folder)
+    check_grants(name, cfg)
+    params = StdioServerParameters(command=cfg.command or "", args=list(cfg.args), env=env,
+                                   cwd=str(folder))
+    # The server runs confined (its record says how); `sandbox = "off"` for this one server
+    # runs it with the user's rights, and its record says that too (shown at its start).
+    from agent_cli.sandbox.mcp import confine_server
 
-    return confine_server(params, name=name, network=cfg.network, writable=cfg.writable,
-                          sandbox=cfg.sandbox)
+    confined = confine_server(params, name=name, network=cfg.network, writable=cfg.writable,
+                              sandbox=cfg.sandbox)
+    return confined, (confined.command, confined.args) != (params.command, params.args)
 
 
 @contextlib.asynccontextmanager
@@ -120,30 +170,39 @@ def end_marked_processes(markers: list[str]) -> None:
 
 class EofWatch:
     """Wraps the transport's read stream to notice when the server goes away (EOF) between
-    calls, so its tools can be removed before the model tries them."""
+    calls, so its tools can be removed before the model tries them, and (`on_message`) that it
+    said anything at all."""
 
-    def __init__(self, inner: Any, on_eof: Callable[[], None]) -> None:
+    def __init__(self, inner: Any, on_eof: Callable[[], None],
+                 on_message: Callable[[], None] | None = None) -> None:
         self._inner = inner
         self._on_eof = on_eof
+        self._on_message = on_message
 
     def __aiter__(self) -> EofWatch:
         return self
 
     async def __anext__(self) -> Any:
         try:
-            return await self._inner.__anext__()
+            item = await self._inner.__anext__()
         except StopAsyncIteration:
             self._on_eof()
             raise
+        if self._on_message is not None:
+            self._on_message()
+        return item
 
     async def receive(self) -> Any:
         import anyio
 
         try:
-            return await self._inner.receive()
+            item = await self._inner.receive()
         except anyio.EndOfStream:
             self._on_eof()
             raise
+        if self._on_message is not None:
+            self._on_message()
+        return item
 
     async def __aenter__(self) -> EofWatch:
         await self._inner.__aenter__()

@@ -62,7 +62,7 @@ def test_mcp_import_reads_claude_desktop_and_dot_mcp_json(tmp_path: Path) -> Non
         "broken": {"args": ["no command"]},
         "extra": {"command": "x", "disabled": False, "alwaysAllow": ["everything"]},
     }}))
-    out = agent("mcp", "import", str(src), "--config", str(cfg))
+    out = agent("mcp", "import", str(src), "--config", str(cfg), "--yes")
     assert out.returncode == 1  # one entry could not be read
     assert "broken" in out.stderr and "keep: already configured" in out.stderr
     servers = load_settings(cfg).mcp["servers"]
