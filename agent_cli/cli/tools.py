@@ -9,7 +9,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from agent_cli.cli.common import EXIT_ERROR, EXIT_USAGE, Common, fail, guarded, with_options
+from agent_cli.cli.common import EXIT_ERROR, Common, guarded, with_options
 
 
 def register(app: typer.Typer) -> None:
@@ -22,7 +22,10 @@ def tools(
     common: Common,
     trust: Annotated[Optional[list[Path]], typer.Option(  # noqa: UP045
         "--trust", metavar="FILE", help="Trust this plugin file as it is now (after you changed "
-        "it); repeat for more. Shows what changed since it was last trusted.")] = None,
+        "it); repeat for more. Shows what changed since it was last trusted and asks.")] = None,
+    yes: Annotated[bool, typer.Option(
+        "--yes", help="With --trust: trust without asking (needed when there is no "
+        "terminal).")] = False,
 ) -> None:
     """List the tools: name, effect class, source file, schema hash, arguments and full
     description (what the model is told). Exits 1 if a plugin failed to load."""
@@ -35,15 +38,9 @@ def tools(
 
     console = Console(highlight=False)
     if trust:
-        from agent_cli.tools.trust import PluginPins
+        from agent_cli.cli.trust import trust_files
 
-        pins = PluginPins()
-        for file in trust:
-            if not file.is_file():
-                raise fail(f"{file} is not a file; give the path of the plugin file to trust.",
-                           EXIT_USAGE)
-            console.print(safe(pins.trust(file)))
-        return
+        raise typer.Exit(trust_files(list(trust), console, yes=yes))
     from agent_cli.session import session_scope
 
     settings = common.settings()
