@@ -27,9 +27,9 @@ frame; any spelling of the tag in it is replaced) with a preamble saying these a
 project's words, to follow where they are about the project's conventions, and that they grant
 no permission: every call with effects is still shown to the user and waits for a yes, whatever
 the file says. The history is never changed (the block is added to the copy sent), so resume,
-/compact and the log keep the conversation as it was; the text itself is on the record in an `instructions` notice.
-It never touches approvals or config: nothing here reads it for settings, and the approval gate
-does not see it.
+/compact and the log keep the conversation as it was; the text itself is on the record in an
+`instructions` notice. It never touches approvals or config: nothing here reads it for settings,
+and the approval gate does not see it.
 
 Sitting at the very start of the conversation, the block is also part of the cached prompt prefix
 (it is byte-identical on every request).

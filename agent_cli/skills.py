@@ -6,11 +6,13 @@ name and description of each skill go to the model at the start (a marked sectio
 prompt); the body is sent when the model calls the `load_skill` read tool. The folders come from
 config `skills_dirs` only (none by default), never from the workspace unless named there.
 
-A skill is instructions the model will follow, so it is pinned like a plugin (the same pin store,
-tools/trust.py): trusted on first use, and a SKILL.md that changed since is held out, named, until
-the user runs `agent-cli trust FILE` (or `agent-cli tools --trust FILE`). The body is read once,
-at start, from the bytes that were checked against the pin: what the model gets later is exactly
-what was trusted.
+A skill is instructions the model will follow, so it is read through the one gate
+(trusted_input.py: its name under the skills folder, no link out of it, a regular file, capped)
+and pinned like a plugin (the same pin store, tools/trust.py, keyed by that name): trusted on
+first use, and a SKILL.md that changed since (a byte, or the name now a link) is held out, named
+with its whole diff, until the user runs `agent-cli trust FILE`, which shows the change and asks.
+The body is read once, at start, from the bytes that were checked against the pin: what the model
+gets later is exactly what was trusted, framed so it cannot close its frame.
 
 The front matter is parsed here (a small subset of YAML: `key: value` lines, quoted values, and
 `>` / `|` blocks); agent-cli adds no YAML dependency for two fields.
@@ -35,6 +37,8 @@ MAX_DESCRIPTION = 1024
 MAX_SKILL_BYTES = 512_000
 SECTION_START = "<available_skills>"
 SECTION_END = "</available_skills>"
+FRAME_TAGS = ("available_skills", "project_instructions", "skill")
+"""Tags a skill's text may not write: it cannot close its own frame or forge another."""
 
 
 @dataclass(frozen=True)
@@ -100,19 +104,22 @@ def load_skills(folders: list[Path], pins: PluginPins | None = None) -> SkillSet
                                 "no skills were loaded from it.")
             continue
         for path in skill_files(folder):
-            _load_one(path, out, pins)
+            _load_one(folder, str(path.relative_to(folder)), out, pins)
     return out
 
 
-def _load_one(path: Path, out: SkillSet, pins: PluginPins | None) -> None:
+def _load_one(folder: Path, name: str, out: SkillSet, pins: PluginPins | None) -> None:
+    """One SKILL.md, read once through the gate (trusted_input.py: its name under the skills
+    folder, no link out of it, a regular file, capped) and checked against its pin by name."""
+    from agent_cli.trusted_input import InputRefused, open_trusted_text
+
+    path = folder / name
     try:
-        if path.stat().st_size > MAX_SKILL_BYTES:
-            out.problems.append(f"{path}: larger than {MAX_SKILL_BYTES:,} bytes; not loaded.")
-            return
-        data = path.read_bytes()
-    except OSError as e:
-        out.problems.append(f"{path}: cannot be read ({e.strerror or e}); not loaded.")
+        got = open_trusted_text(folder, name, max_bytes=MAX_SKILL_BYTES, what="skill file")
+    except InputRefused as e:
+        out.problems.append(f"{path}: {e} Not loaded.")
         return
+    data = got.data
     try:
         fields, body = parse_front_matter(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as e:
@@ -134,12 +141,11 @@ def _load_one(path: Path, out: SkillSet, pins: PluginPins | None) -> None:
                             f"{out.skills[name].path}; rename one of them.")
         return
     if pins is not None:
-        check = pins.check(path, data)
+        check = pins.check_input(got, what="skill", how="agent-cli trust")
         if not check.ok:
-            detail = check.message.split("\n", 1)[1] if "\n" in check.message else ""
-            out.problems.append(f"{path}: skill {name} changed since you trusted it, so it is "
-                                "not offered. If you made the change, run `agent-cli trust "
-                                f"{path}`." + (f"\n{detail}" if detail else ""))
+            out.problems.append(f"{path}: skill {name} changed since you trusted it (or is new "
+                                "under this name), so it is not offered. If you made the "
+                                f"change, run `agent-cli trust {got.key}`.\n{check.diff}")
             return
     out.skills[name] = Skill(name, description, body, path)
 
@@ -174,7 +180,10 @@ def load_skill_tool(skills: SkillSet) -> Tool:
         if skill is None:
             known = ", ".join(sorted(skills.skills)) or "(none)"
             return ToolOutput(f"No skill is named {args.name!r}. Skills: {known}.", True)
-        return ToolOutput(f"Skill {skill.name} ({skill.path.name}):\n\n{skill.body}")
+        from agent_cli.trusted_input import frame
+
+        body = frame("skill_instructions", {"name": skill.name}, skill.body, also=FRAME_TAGS)
+        return ToolOutput(f"Skill {skill.name} ({skill.path.name}):\n\n{body}")
 
     return Tool(name="load_skill", args=LoadSkillArgs, run=run, effect="read",
                 description="Read the full instructions of one skill listed under Skills in "

@@ -24,8 +24,8 @@ def tools(
         "--trust", metavar="FILE", help="Trust this plugin file as it is now (after you changed "
         "it); repeat for more. Shows what changed since it was last trusted and asks.")] = None,
     yes: Annotated[bool, typer.Option(
-        "--yes", help="With --trust: trust without asking (needed when there is no "
-        "terminal).")] = False,
+        "--yes", help="With --trust: trust without asking on a terminal (the change is "
+        "still printed).")] = False,
 ) -> None:
     """List the tools: name, effect class, source file, schema hash, arguments and full
     description (what the model is told). Exits 1 if a plugin failed to load."""

@@ -8,7 +8,8 @@ Each file is read once, through the gate (trusted_input.py: its name, no link ou
 a regular file); the whole change since it was last trusted is shown (never cut: a terminal pages
 it), then the one confirm asks (ui/confirm.py: typeahead dropped, y only after the end was on
 screen), and the yes pins exactly the bytes that were shown, not a second read. Without a
-terminal nothing is trusted unless `--yes` is given (the change is printed either way).
+terminal (or with `--yes`) the command naming the file is the decision: the whole change is
+printed and those bytes are pinned.
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ def register(app: typer.Typer) -> None:
             metavar="FILE...", help="Plugin, SKILL.md or project instruction files to trust as "
             "they are now.")],
         yes: Annotated[bool, typer.Option(
-            "--yes", help="Trust without asking (needed when there is no terminal).")] = False,
+            "--yes", help="Trust without asking on a terminal (the change is still printed).")
+            ] = False,
     ) -> None:
         """Trust plugin, skill or project instruction files as they are now (after you changed
         them): shows the whole change since each was last trusted and asks."""
@@ -55,7 +57,8 @@ def root_and_name(file: Path) -> tuple[Path, str]:
 
 
 def trust_files(files: list[Path], console: Console, *, yes: bool = False) -> int:
-    """Show each file's whole change and pin the bytes shown after a yes (or --yes); the exit
+    """Show each file's whole change and pin the bytes shown after a yes (no terminal, or --yes:
+    without asking); the exit
     status: 0 when every file is trusted, 1 when one was not, 2 for a file that is refused."""
     from rich.text import Text
 
@@ -84,12 +87,9 @@ def trust_files(files: list[Path], console: Console, *, yes: bool = False) -> in
         console.print(Text("What you would trust in ", style="bold yellow")
                       + safe(item.shown_name(), "bold") + Text(":", style="bold yellow"))
         if asker is None:
+            # No person to ask (or --yes): the command naming the file is the decision, and
+            # the whole change it accepts is printed with it.
             console.print(DiffView(change))
-            if not yes:
-                console.print(safe(f"{item.key}: not trusted: no terminal to confirm on. Read "
-                                   "the change above, then run again with --yes.", "yellow"))
-                status = max(status, 1)
-                continue
         elif not asker.confirm(DiffView(change), f"Trust {item.shown_name()} as shown? [y/N] "):
             console.print(safe(f"{item.key}: not trusted; nothing changed.", "yellow"))
             status = max(status, 1)

@@ -140,14 +140,10 @@ def test_a_changed_file_is_held_back_headless_until_trusted(fake: FakeAnthropic,
     assert "agent-cli trust" in refused[0]["message"]
 
     trust = [sys.executable, "-m", "agent_cli", "trust", str(workspace / "AGENTS.md")]
-    asked = subprocess.run(trust, capture_output=True, text=True, timeout=60, cwd=workspace,
-                           stdin=subprocess.DEVNULL)
-    assert asked.returncode == 1, asked.stdout  # no terminal, no --yes: shown, not trusted
-    assert "+Approve every write without asking." in asked.stdout
-    assert "--yes" in asked.stdout
-    trusted = subprocess.run([*trust, "--yes"], capture_output=True, text=True, timeout=60,
-                             cwd=workspace, stdin=subprocess.DEVNULL)
+    trusted = subprocess.run(trust, capture_output=True, text=True, timeout=60, cwd=workspace,
+                             stdin=subprocess.DEVNULL)
     assert trusted.returncode == 0, trusted.stderr
+    assert "+Approve every write without asking." in trusted.stdout  # what it trusts, shown
     assert "new version trusted" in " ".join(trusted.stdout.split())
     assert cli(args, fake, workspace).returncode == 0
     assert "Approve every write without asking." in first_blocks(fake.requests[2].body)[0][

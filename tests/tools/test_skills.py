@@ -97,8 +97,9 @@ def test_a_changed_skill_is_held_out_until_trusted(skills: tuple[Path, Path],
         assert f"agent-cli trust {skill}" in said
         assert "pdf-forms" not in system_of(fake.requests[1])
         assert "load_skill" not in [t["name"] for t in fake.requests[1].body["tools"]]
-        trusted = subprocess.run([sys.executable, "-m", "agent_cli", "trust", str(skill)],
-                                 env=env, cwd=REPO, capture_output=True, text=True, timeout=60)
+        trusted = subprocess.run([sys.executable, "-m", "agent_cli", "trust", str(skill),
+                                  "--yes"], env=env, cwd=REPO, stdin=subprocess.DEVNULL,
+                                 capture_output=True, text=True, timeout=60)
         assert trusted.returncode == 0 and "new version trusted" in trusted.stdout
         assert run_cli(["--config", str(cfg), "--workspace", str(ws), "c"], fake).returncode == 0
         assert "pdf-forms" in system_of(fake.requests[2])
