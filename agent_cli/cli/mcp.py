@@ -100,21 +100,24 @@ def register(app: typer.Typer) -> None:
             if not held:
                 console.print(safe(f"Nothing to accept: every tool of {name} matches its pin."))
                 raise typer.Exit(EXIT_OK)
-            for remote, changes in held.items():
-                console.print(Text("changed ", style="bold yellow") + safe(remote, "bold"))
-                for change in changes:
-                    console.print(Text("  ") + safe(change))
-            if not yes:
-                from agent_cli.ui.terminal import Terminal
+            from rich.console import Group
 
-                if not Terminal.detect().interactive:
+            from agent_cli.ui.confirm import terminal_asker
+
+            rows: list[Text] = []
+            for remote, changes in held.items():
+                rows.append(Text("changed ", style="bold yellow") + safe(remote, "bold"))
+                rows.extend(Text("  ") + safe(change) for change in changes)
+            asker = None if yes else terminal_asker(console)
+            if asker is None:
+                console.print(Group(*rows))
+                if not yes:
                     raise fail("No terminal to confirm on: run again with --yes to accept "
                                "these definitions.", EXIT_USAGE)
-                answer = typer.prompt(f"Accept these {len(held)} definition(s)? [y/N]",
-                                      default="", show_default=False)
-                if answer.strip().lower() not in ("y", "yes"):
-                    console.print("Not accepted; those tools stay out.")
-                    raise typer.Exit(EXIT_FAILED)
+            elif not asker.confirm(Group(*rows),
+                                   f"Accept these {len(held)} definition(s)? [y/N] "):
+                console.print("Not accepted; those tools stay out.")
+                raise typer.Exit(EXIT_FAILED)
             accepted = hub.accept(name)
             console.print(safe(f"Accepted {len(accepted)} tool definition(s) of {name}."))
         finally:
