@@ -100,22 +100,22 @@ def register(app: typer.Typer) -> None:
             if not held:
                 console.print(safe(f"Nothing to accept: every tool of {name} matches its pin."))
                 raise typer.Exit(EXIT_OK)
-            from rich.console import Group
-
             from agent_cli.ui.confirm import terminal_asker
 
-            rows: list[Text] = []
+            rows = Text()
             for remote, changes in held.items():
-                rows.append(Text("changed ", style="bold yellow") + safe(remote, "bold"))
-                rows.extend(Text("  ") + safe(change) for change in changes)
+                rows.append_text(Text("changed ", style="bold yellow") + safe(remote, "bold"))
+                for change in changes:
+                    rows.append_text(Text("\n  ") + safe(change))
+                rows.append("\n")
+            rows.rstrip()
             asker = None if yes else terminal_asker(console)
             if asker is None:
-                console.print(Group(*rows))
+                console.print(rows)
                 if not yes:
                     raise fail("No terminal to confirm on: run again with --yes to accept "
                                "these definitions.", EXIT_USAGE)
-            elif not asker.confirm(Group(*rows),
-                                   f"Accept these {len(held)} definition(s)? [y/N] "):
+            elif not asker.confirm(rows, f"Accept these {len(held)} definition(s)? [y/N] "):
                 console.print("Not accepted; those tools stay out.")
                 raise typer.Exit(EXIT_FAILED)
             accepted = hub.accept(name)

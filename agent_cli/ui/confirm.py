@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from rich.console import Console, RenderableType
+from rich.console import Console, ConsoleRenderable
 
 from agent_cli.approval import Answer, read_answer
 from agent_cli.ui.safe_rich import safe
@@ -109,7 +109,7 @@ class Asker:
         size = self.console.size  # read from the terminal each time (it may have been resized)
         return size.width, size.height
 
-    def page(self, body: RenderableType, *, note: Callable[[int, int], str] = tall_note
+    def page(self, body: ConsoleRenderable, *, note: Callable[[int, int], str] = tall_note
              ) -> tuple[int, int] | None:
         """Put the whole of `body` on screen; the terminal size it was laid out for, or None
         when the person stopped before its end. A resize at a page's prompt lays it out again
@@ -165,7 +165,7 @@ class Asker:
             return None
         return text.strip() or None
 
-    def confirm(self, body: RenderableType | None, question: str) -> bool:
+    def confirm(self, body: ConsoleRenderable | None, question: str) -> bool:
         """Show all of `body`, then ask; True only for a `y`/`yes` typed after its end."""
         if body is not None and self.page(body) is None:
             return False
@@ -178,7 +178,7 @@ def terminal_asker(console: Console) -> Asker | None:
     return Asker(console) if stdin_is_terminal() else None
 
 
-def confirm_on_terminal(console: Console, body: RenderableType | None, question: str) -> bool:
+def confirm_on_terminal(console: Console, body: ConsoleRenderable | None, question: str) -> bool:
     """The one call for a command that asks once (trust, mcp accept, mcp import): False when
     there is no terminal (the caller says what flag to use instead)."""
     asker = terminal_asker(console)
