@@ -256,3 +256,48 @@ def test_pty_esc_at_the_reason_prompt_sends_no_escape(chat: Any) -> None:
     events = [json.loads(x) for x in log.read_text().splitlines() if x.strip()]
     [denied] = [e for e in events if e["type"] == "approval"]
     assert "\x1b" not in json.dumps(denied) and "\\u001b" not in json.dumps(denied)
+
+
+@pytest.mark.pty
+def test_pty_mcp_accept_drops_a_y_typed_while_the_server_starts(tmp_path: Path,
+                                                                 workspace: Path) -> None:
+    """Item 9: the `y` typed ahead (while the server starts) never accepts a definition."""
+    import signal
+    import uuid
+
+    pytest.importorskip("mcp")
+    from tests.mcp.test_mcp import (
+        PY,
+        TIME_ARGS,
+        Run,
+        _change_pinned_description,
+        procs_with,
+        time_server,
+    )
+    from tests.scripts import done
+
+    marker = f"AGENT_CLI_MCP_TEST_{uuid.uuid4().hex}"
+    home = Path(os.environ["AGENT_CLI_HOME"])
+    try:
+        first = Run(workspace, {"time": time_server(marker, trusted=True)}, [done()])
+        first.send()
+        first.close()
+        _change_pinned_description(home, "time", "get_current_time")
+        cfg = tmp_path / "cfg.toml"
+        cfg.write_text(f"[mcp.servers.time]\ncommand = {json.dumps(PY)}\n"
+                       f"args = {json.dumps(TIME_ARGS)}\nenv = {{ {marker} = \"1\" }}\n")
+        child = spawn(["mcp", "accept", "time", "--config", str(cfg)], tmp_path, rows=40)
+        try:
+            child.send(b"y\r")  # typed ahead, while the server starts
+            child.expect(rb"Accept these 1 definition\(s\)\? \[y/N\]")
+            child.expect(rb"\x1b\[\?25h")  # the line editor is reading
+            assert "(old wording)" in (home / "mcp-pins.json").read_text()
+            child.send(b"n\r")
+            child.expect(b"Not accepted")
+            child.expect(pexpect.EOF)
+        finally:
+            child.close(force=True)
+        assert "(old wording)" in (home / "mcp-pins.json").read_text()  # nothing accepted
+    finally:
+        for pid in procs_with(marker):
+            os.kill(pid, signal.SIGKILL)
