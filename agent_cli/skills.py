@@ -32,9 +32,13 @@ if TYPE_CHECKING:
     from agent_cli.tools.trust import PluginPins
 
 SKILL_FILE = "SKILL.md"
-NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
+NAME_RE = re.compile(r"^(?!.*--)[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$")
+"""The Agent Skills spec: 1-64 lowercase letters, digits and hyphens, no hyphen first or last,
+never two in a row."""
 MAX_DESCRIPTION = 1024
 MAX_SKILL_BYTES = 512_000
+MAX_FILE_BYTES = 512_000
+"""Largest bundled file (references/, scripts/, assets/) `load_skill(name, path)` returns."""
 SECTION_START = "<available_skills>"
 SECTION_END = "</available_skills>"
 FRAME_TAGS = ("available_skills", "project_instructions", "skill")
@@ -48,6 +52,11 @@ class Skill:
     body: str
     """The instructions after the front matter, as trusted."""
     path: Path
+    folder: Path | None = None
+    """The skill's own folder: its bundled files are read under it, never outside."""
+    fields: dict[str, Field_] = field(default_factory=dict)
+    """Every front matter field as written (the spec's optional ones kept: license,
+    compatibility, metadata, allowed-tools)."""
 
 
 @dataclass
@@ -55,9 +64,15 @@ class SkillSet:
     skills: dict[str, Skill] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     """One sentence per skill held out (bad front matter, changed since trusted, a duplicate)."""
+    pins: PluginPins | None = None
+    """The pins a bundled file is checked against when `load_skill` reads it."""
 
 
-def parse_front_matter(text: str) -> tuple[dict[str, str], str]:
+Field_ = str | dict[str, str]
+"""A front matter value: text, or a map of text (the spec's `metadata`)."""
+
+
+def parse_front_matter(text: str) -> tuple[dict[str, Field_], str]:
     """(fields, body). Raises ValueError with a reason when there is no front matter block."""
     lines = text.lstrip("\ufeff").split("\n")
     if not lines or lines[0].strip() != "---":
@@ -66,7 +81,7 @@ def parse_front_matter(text: str) -> tuple[dict[str, str], str]:
         end = next(i for i in range(1, len(lines)) if lines[i].strip() == "---")
     except StopIteration:
         raise ValueError("its front matter has no closing `---` line") from None
-    fields: dict[str, str] = {}
+    fields: dict[str, Field_] = {}
     i = 1
     while i < end:
         line = lines[i]
@@ -83,10 +98,31 @@ def parse_front_matter(text: str) -> tuple[dict[str, str], str]:
                 block.append(lines[i].strip())
                 i += 1
             value = (" " if value.startswith(">") else "\n").join(block).strip()
-        elif len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
-            value = value[1:-1]
-        fields[key.strip()] = value
+        elif not value and i < end and lines[i][:1].isspace():
+            mapping: dict[str, str] = {}
+            while i < end and (not lines[i].strip() or lines[i][:1].isspace()):
+                entry = lines[i].strip()
+                i += 1
+                if not entry or entry.startswith("#"):
+                    continue
+                if ":" not in entry:
+                    raise ValueError(f"front matter line {i} is not `key: value`")
+                k, _, v = entry.partition(":")
+                mapping[k.strip()] = _unquote(v.strip())
+            fields[key.strip()] = mapping
+            continue
+        fields[key.strip()] = _unquote(value)
     return fields, "\n".join(lines[end + 1:]).strip("\n")
+
+
+def _unquote(value: str) -> str:
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+        return value[1:-1]
+    return value
+
+
+def _text(value: Field_ | None) -> str:
+    return value if isinstance(value, str) else ""
 
 
 def skill_files(folder: Path) -> list[Path]:
@@ -97,7 +133,7 @@ def skill_files(folder: Path) -> list[Path]:
 
 
 def load_skills(folders: list[Path], pins: PluginPins | None = None) -> SkillSet:
-    out = SkillSet()
+    out = SkillSet(pins=pins)
     for folder in folders:
         if not folder.is_dir():
             out.problems.append(f"{folder}: skills folder not found (config skills_dirs); "
@@ -127,10 +163,16 @@ def _load_one(folder: Path, name: str, out: SkillSet, pins: PluginPins | None) -
         out.problems.append(f"{path}: not a skill file: {why}. Start it with front matter "
                             "(`---`, `name: ...`, `description: ...`, `---`).")
         return
-    name, description = fields.get("name", ""), " ".join(fields.get("description", "").split())
+    name = _text(fields.get("name"))
+    description = " ".join(_text(fields.get("description")).split())
     if not NAME_RE.match(name):
         out.problems.append(f"{path}: the skill name {name!r} must be 1-64 lowercase letters, "
-                            "digits and hyphens; not loaded.")
+                            "digits and hyphens, with no hyphen first, last or twice in a row; "
+                            "not loaded.")
+        return
+    if path.parent.name != name:
+        out.problems.append(f"{path}: the skill name {name!r} must be the name of its folder "
+                            f"({path.parent.name!r}); not loaded.")
         return
     if not description or len(description) > MAX_DESCRIPTION:
         out.problems.append(f"{path}: skill {name} needs a description of 1 to "
@@ -147,7 +189,7 @@ def _load_one(folder: Path, name: str, out: SkillSet, pins: PluginPins | None) -
                                 "under this name), so it is not offered. If you made the "
                                 f"change, run `agent-cli trust {got.key}`.\n{check.diff}")
             return
-    out.skills[name] = Skill(name, description, body, path)
+    out.skills[name] = Skill(name, description, body, path, path.parent, fields)
 
 
 def system_section(skills: SkillSet) -> str:
@@ -169,6 +211,9 @@ class LoadSkillArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(description="The skill's name, as listed in the system prompt.")
+    path: str | None = Field(None, description="A file bundled with the skill (e.g. "
+                             "references/forms.md), relative to the skill's folder, as its "
+                             "instructions name it; omit it for the instructions themselves.")
 
 
 def load_skill_tool(skills: SkillSet) -> Tool:
@@ -176,17 +221,49 @@ def load_skill_tool(skills: SkillSet) -> Tool:
     from agent_cli.tools.base import Tool, ToolOutput
 
     def run(args: LoadSkillArgs, ctx: ToolContext) -> ToolOutput:
+        from agent_cli.trusted_input import frame
+
         skill = skills.skills.get(args.name)
         if skill is None:
             known = ", ".join(sorted(skills.skills)) or "(none)"
             return ToolOutput(f"No skill is named {args.name!r}. Skills: {known}.", True)
-        from agent_cli.trusted_input import frame
-
-        body = frame("skill_instructions", {"name": skill.name}, skill.body, also=FRAME_TAGS)
-        return ToolOutput(f"Skill {skill.name} ({skill.path.name}):\n\n{body}")
+        if args.path is None:
+            body = frame("skill_instructions", {"name": skill.name}, skill.body,
+                         also=FRAME_TAGS)
+            return ToolOutput(f"Skill {skill.name} ({skill.path.name}):\n\n{body}")
+        text, problem = bundled_file(skills, skill, args.path)
+        if problem is not None:
+            return ToolOutput(problem, True)
+        body = frame("skill_file", {"skill": skill.name, "path": args.path}, text,
+                     also=(*FRAME_TAGS, "skill_instructions"))
+        return ToolOutput(f"Skill {skill.name}, file {args.path}:\n\n{body}")
 
     return Tool(name="load_skill", args=LoadSkillArgs, run=run, effect="read",
                 description="Read the full instructions of one skill listed under Skills in "
-                "the system prompt. Call it when the task matches the skill's description.",
+                "the system prompt, or (with path) one file bundled with it. Call it when the "
+                "task matches the skill's description.",
                 source="agent_cli/skills.py",
                 input_examples=[{"name": next(iter(skills.skills), "skill-name")}])
+
+
+def bundled_file(skills: SkillSet, skill: Skill, rel: str) -> tuple[str, str | None]:
+    """(text, None) of one file bundled with `skill`, read through the gate under the skill's
+    folder (no link out of it, a regular file, capped) and checked against its pin like the
+    SKILL.md (first use pins it); ("", the reason) when refused."""
+    from agent_cli.trusted_input import InputRefused, open_trusted_text
+
+    if skill.folder is None:
+        return "", f"Skill {skill.name} has no folder of bundled files."
+    try:
+        got = open_trusted_text(skill.folder, rel, max_bytes=MAX_FILE_BYTES,
+                                what=f"file of skill {skill.name}")
+        text = got.text
+    except InputRefused as e:
+        return "", f"{e} Name a file inside the skill's folder, as its instructions do."
+    if skills.pins is not None:
+        check = skills.pins.check_input(got, what=f"file of skill {skill.name}",
+                                        how="agent-cli trust")
+        if not check.ok:
+            return "", (f"{rel} of skill {skill.name} changed since it was trusted, so it is "
+                        f"not read; the user can trust it with `agent-cli trust {got.key}`.")
+    return text, None

@@ -117,18 +117,22 @@ def test_front_matter_subset() -> None:
 
 
 def test_bad_skills_are_named_and_the_rest_load(tmp_path: Path) -> None:
-    (tmp_path / "good").mkdir()
-    (tmp_path / "good" / "SKILL.md").write_text(SKILL)
+    (tmp_path / "pdf-forms").mkdir()
+    (tmp_path / "pdf-forms" / "SKILL.md").write_text(SKILL)
     (tmp_path / "upper").mkdir()
     (tmp_path / "upper" / "SKILL.md").write_text(SKILL.replace("pdf-forms", "PDF Forms"))
-    (tmp_path / "twin").mkdir()
-    (tmp_path / "twin" / "SKILL.md").write_text(SKILL)
+    (tmp_path / "other" / "pdf-forms").mkdir(parents=True)
+    (tmp_path / "other" / "pdf-forms" / "SKILL.md").write_text(SKILL)
+    (tmp_path / "renamed").mkdir()
+    (tmp_path / "renamed" / "SKILL.md").write_text(SKILL)
     (tmp_path / "plain").mkdir()
     (tmp_path / "plain" / "SKILL.md").write_text("just text")
-    out = load_skills([tmp_path, tmp_path / "missing"], PluginPins(tmp_path / "pins.json"))
+    out = load_skills([tmp_path, tmp_path / "other", tmp_path / "missing"],
+                      PluginPins(tmp_path / "pins.json"))
     assert list(out.skills) == ["pdf-forms"]
     text = "\n".join(out.problems)
     assert "'PDF Forms' must be 1-64 lowercase letters" in text
+    assert "must be the name of its folder ('renamed')" in text
     assert "a skill named pdf-forms was already loaded" in text
     assert "plain/SKILL.md: not a skill file" in text
     assert "skills folder not found" in text
