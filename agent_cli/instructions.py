@@ -149,11 +149,13 @@ def load(files: list[tuple[Path, str, bool]], confirm: Confirm | None,
         if not check.ok:
             if confirm is None or not confirm(item, check.diff):
                 how = "answer y at the question in a chat, or run" if confirm is None else "run"
+                # the content goes to the log only when it is the file's own (not a link's)
+                shown = "" if got.linked else f"\n{check.diff}"
                 notices.append(("instructions_refused",
                                 f"Project instructions: {got.shown_name()} changed since you "
                                 "trusted it (or is new under this name), so it was NOT passed "
                                 f"to the model. If the change is yours, {how} `agent-cli trust "
-                                f"{got.key}`.\n{check.diff}", {"path": name}))
+                                f"{got.key}`.{shown}", {"path": name}))
                 continue
             store.pin(got.key, got.data)  # exactly the bytes the question showed
         accepted.append(item)

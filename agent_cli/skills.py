@@ -185,9 +185,10 @@ def _load_one(folder: Path, name: str, out: SkillSet, pins: PluginPins | None) -
     if pins is not None:
         check = pins.check_input(got, what="skill", how="agent-cli trust")
         if not check.ok:
+            shown = "" if got.linked else f"\n{check.diff}"  # a link's target: not logged
             out.problems.append(f"{path}: skill {name} changed since you trusted it (or is new "
                                 "under this name), so it is not offered. If you made the "
-                                f"change, run `agent-cli trust {got.key}`.\n{check.diff}")
+                                f"change, run `agent-cli trust {got.key}`.{shown}")
             return
     out.skills[name] = Skill(name, description, body, path, path.parent, fields)
 

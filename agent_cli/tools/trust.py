@@ -145,13 +145,15 @@ class PluginPins:
                     how: str = "agent-cli trust") -> PluginPinCheck:
         """`check_key` for a file read through the gate. A name that leads through a link is
         never trusted on first use: the link may have been planted (or swapped in before the pin
-        kept its name), so it needs a yes."""
+        kept its name), so it needs a yes. Its content is then kept out of the message (which
+        goes to notices and the log: the link may lead to a secret in the same folder); the
+        diff, for a question that shows it, is in `diff`."""
         return self.check_key(item.key, item.shown_name(), item.data, what=what, how=how,
-                              first_use_ok=not item.linked)
+                              first_use_ok=not item.linked, quiet=item.linked)
 
     def check_key(self, key: str, shown: str, data: bytes, *, what: str = "plugin",
-                  how: str = "agent-cli tools --trust", first_use_ok: bool = True
-                  ) -> PluginPinCheck:
+                  how: str = "agent-cli tools --trust", first_use_ok: bool = True,
+                  quiet: bool = False) -> PluginPinCheck:
         digest = hashlib.sha256(data).hexdigest()
         pin = self._files.get(key)
         if pin is None and first_use_ok:
@@ -161,15 +163,18 @@ class PluginPins:
             return PluginPinCheck(True)
         if pin is None:
             diff = first_use_text(shown, _decode(data), digest)
-            message = (f"{shown}: this {what} leads through a symbolic link and was not trusted "
-                       f"under this name before, so it was not used. If the link is yours, run "
-                       f"`{how} {key}`.\n{diff}")
-            return PluginPinCheck(False, message=message, diff=diff)
-        diff = change_summary(shown, pin.get("content"), _decode(data), str(pin.get("sha256")),
-                              digest)
-        message = (f"{shown}: this {what} changed since you trusted it, so it was not used. "
-                   f"If you made the change, run `{how} {key}`.\n{diff}")
-        return PluginPinCheck(False, message=message, diff=diff)
+            said = (f"{shown}: this {what} leads through a symbolic link and was not trusted "
+                    "under this name before, so it was not used.")
+        else:
+            diff = change_summary(shown, pin.get("content"), _decode(data),
+                                  str(pin.get("sha256")), digest)
+            said = f"{shown}: this {what} changed since you trusted it, so it was not used."
+        if quiet:
+            return PluginPinCheck(False, diff=diff, message=(
+                f"{said} Its content is not repeated here (the name leads through a link); "
+                f"`{how} {key}` shows it and asks."))
+        return PluginPinCheck(False, diff=diff, message=(
+            f"{said} If you made the change, run `{how} {key}`.\n{diff}"))
 
     def trust(self, path: Path) -> str:
         """Pin `path` as it is now (read once, through the gate; those bytes are pinned);

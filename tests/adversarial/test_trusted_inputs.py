@@ -339,3 +339,25 @@ def test_a_link_out_of_a_plugin_folder_holds_it_out(tmp_path: Path) -> None:
     out = " ".join((proc.stdout + proc.stderr).split())
     assert proc.returncode == 1 and "bypath_lk" not in proc.stdout.split()
     assert "_helpers.py" in out and "outside" in out
+
+
+def test_a_link_to_a_secret_inside_the_workspace_is_not_logged(tmp_path: Path) -> None:
+    """AGENTS.md (pinned) becomes a link to the workspace's own .env: held out, and the notice
+    (which goes to the log) does not repeat the link's content."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "AGENTS.md").write_text(RULES)
+    (ws / ".env").write_text("DB_PASSWORD=ENV-SECRET-MARKER\n")
+    cfg = tmp_path / "cfg.toml"
+    cfg.write_text('instructions = ["AGENTS.md"]\n')
+    with FakeAnthropic() as fake:
+        fake.add(text_reply("one"), text_reply("two"))
+        assert run(fake, ws, "--config", str(cfg)).returncode == 0  # pinned
+        (ws / "AGENTS.md").unlink()
+        os.symlink(".env", ws / "AGENTS.md")
+        proc = run(fake, ws, "--config", str(cfg))
+        assert proc.returncode == 0, proc.stderr
+        assert "ENV-SECRET-MARKER" not in json.dumps(fake.requests[1].body)
+    assert "ENV-SECRET-MARKER" not in newest_log() and "ENV-SECRET-MARKER" not in proc.stderr
+    [refused] = notices("instructions_refused")
+    assert "a link to .env" in refused["message"]
