@@ -60,6 +60,7 @@ def tools(
         console.print(Text("not offered: ", style="yellow") + safe(tool.name, "bold")
                       + safe(f" ({why})", "dim"))
 
+    _print_skills(console, settings.skills_dirs)
     from agent_cli.cli.mcp import print_tools
 
     mcp_ok = print_tools(console, common.settings(), common.workspace_dir())
@@ -67,6 +68,28 @@ def tools(
         console.print(Text("plugin error: ", style="bold red") + safe(problem))
     if report.errors or not mcp_ok:
         raise typer.Exit(EXIT_ERROR)
+
+
+def _print_skills(console: Any, folders: list[str]) -> None:
+    """The skills of config `skills_dirs` with their state: offered (pinned), or held out and
+    why (changed since trusted, refused by the gate, against the spec)."""
+    if not folders:
+        return
+    from pathlib import Path
+
+    from rich.text import Text
+
+    from agent_cli.skills import load_skills
+    from agent_cli.tools.trust import PluginPins
+    from agent_cli.ui.safe_rich import safe
+
+    found = load_skills([Path(d).expanduser() for d in folders], PluginPins())
+    for skill in found.skills.values():
+        console.print(Text("skill ", style="dim") + safe(skill.name, "bold")
+                      + Text("  pinned", style="green") + Text("  source: ", style="dim")
+                      + safe(str(skill.path), "dim"))
+    for problem in found.problems:
+        console.print(Text("skill held out: ", style="yellow") + safe(problem))
 
 
 def _schema_type(prop: dict[str, Any]) -> str:

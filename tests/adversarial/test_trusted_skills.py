@@ -115,3 +115,25 @@ def test_a_name_that_is_not_its_folder_is_refused(tmp_path: Path) -> None:
     (folder / "SKILL.md").write_text(SKILL)
     out = load_skills([tmp_path / "skills"], PluginPins())
     assert out.skills == {} and "must be the name of its folder" in out.problems[0]
+
+
+def test_agent_cli_tools_lists_skills_with_their_state(tmp_path: Path) -> None:
+    import json
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    skills = tmp_path / "skills"
+    (skills / "pdf-forms").mkdir(parents=True)
+    (skills / "pdf-forms" / "SKILL.md").write_text(SKILL)
+    (skills / "bad--name").mkdir()
+    (skills / "bad--name" / "SKILL.md").write_text(SKILL.replace("pdf-forms", "bad--name"))
+    cfg = tmp_path / "cfg.toml"
+    cfg.write_text(f"skills_dirs = [{json.dumps(str(skills))}]\n")
+    proc = subprocess.run([sys.executable, "-m", "agent_cli", "tools", "--config", str(cfg)],
+                          cwd=REPO, env=dict(os.environ, COLUMNS="200"), capture_output=True,
+                          text=True, timeout=120, stdin=subprocess.DEVNULL)
+    out = " ".join(proc.stdout.split())
+    assert "skill pdf-forms pinned" in out
+    assert "skill held out:" in out and "bad--name" in out
