@@ -1,8 +1,9 @@
 """The one confirm: every y/N question agent-cli asks a person is asked here.
 
 Approval panels (ui/panel.py), undo (ui/undo_view.py), `agent-cli trust`, changed project
-instructions (ui/instructions_prompt.py), `mcp accept` and the `mcp import` view all go through
-`Asker`, so one set of rules holds for each of them:
+instructions (ui/instructions_prompt.py) and `mcp accept` go through `Asker` (a new question, such
+as an import view, calls `Asker.confirm` or `confirm_on_terminal`), so one set of rules holds for
+each of them:
 
 - the whole of what the yes is about is put on screen first, never cut: a body taller than the
   terminal is paged, and the question comes only after its last line was written;
@@ -72,8 +73,7 @@ def key_of_line(read: ReadLine) -> ReadKey:
     """A key reader over a line reader (no terminal, or a test's scripted person): the line's
     first character, Enter for an empty line."""
     def key(message: str) -> str:
-        line = read(message)
-        return line.strip()[:1] or ("\x1b" if line.startswith("\x1b") else "\r")
+        return read(message).strip()[:1] or "\r"
     return key
 
 

@@ -361,3 +361,26 @@ def test_a_link_to_a_secret_inside_the_workspace_is_not_logged(tmp_path: Path) -
     assert "ENV-SECRET-MARKER" not in newest_log() and "ENV-SECRET-MARKER" not in proc.stderr
     [refused] = notices("instructions_refused")
     assert "a link to .env" in refused["message"]
+
+
+def test_pins_written_by_the_old_format_keep_working(tmp_path: Path) -> None:
+    """Version 1 pins were keyed by the resolved path: a plain file keeps its pin (a change is
+    still a change); a name that is a link gets no silent first use from its target's pin."""
+    import hashlib
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "AGENTS.md").write_text(RULES)
+    (ws / "real.md").write_text("linked rules\n")
+    os.symlink("real.md", ws / "LINKED.md")
+    entries = {str((ws / n).resolve()): {"sha256": hashlib.sha256((ws / n).read_bytes())
+                                         .hexdigest(), "content": (ws / n).read_text()}
+               for n in ("AGENTS.md", "real.md")}
+    (home() / "plugin-pins.json").write_text(json.dumps({"version": 1, "files": entries}))
+    out = load(resolve(["AGENTS.md", "LINKED.md"], [], ws), None, PluginPins())
+    assert [i.shown for i in out.accepted] == ["AGENTS.md"]
+    assert "first use" not in out.notices[0][1]  # the old pin was found
+    assert out.notices[1][0] == "instructions_refused" and "link" in out.notices[1][1]
+    (ws / "AGENTS.md").write_text(RULES + "changed\n")
+    again = load(resolve(["AGENTS.md"], [], ws), None, PluginPins())
+    assert again.accepted == [] and "+changed" in again.notices[0][1]
