@@ -100,7 +100,10 @@ class Asker:
 
     def key(self, message: str) -> str:
         if self._key is None:
-            self._key = fresh_key if stdin_is_terminal() else key_of_line(self.line)
+            from agent_cli.ui.terminal import fresh_prompt
+
+            # a single key where the line editor runs (a terminal, TERM not dumb); else lines
+            self._key = fresh_key if default_input() is fresh_prompt else key_of_line(self.line)
         if self.flush:
             discard_typeahead()
         return self._key(message)
