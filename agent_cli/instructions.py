@@ -5,22 +5,31 @@ how the project works. Here it is read only when the user names it (config `inst
 ["AGENTS.md"]`, relative to the workspace, or `--instructions FILE`); a workspace never gets to
 speak to the model on its own.
 
-Trust works like a user plugin's (one pin store, agent_cli/tools/trust.py): the first use pins
-the file's content; a file that changed since is shown as a diff and reaches the model only after
-`agent-cli trust FILE` or a yes typed at the prompt the REPL shows. Without a terminal nobody can
-say yes, so a changed file is left out and the user is told how to trust it.
+The file is opened through the one gate (agent_cli/trusted_input.py): by its configured name
+under the workspace, refused when it leads out of the workspace (a cloned repository's AGENTS.md
+linked to ~/.aws/credentials), into agent-cli's own state (the log key), or is not a regular file
+(a FIFO, /dev/zero); nothing refused is sent or logged, only a sentence naming it.
+
+Trust works like a user plugin's (one pin store, agent_cli/tools/trust.py, keyed by the name as
+configured): the first use pins the file's content; a file that changed since (a byte, or the
+name now a link) is shown as its whole diff and reaches the model only after `agent-cli trust
+FILE` or a yes typed at the question the chat asks (ui/confirm.py). The yes pins exactly the bytes
+that were shown; a file changed again while the user read is asked about on the next run. Without
+a terminal nobody can say yes, so a changed file is left out and the user is told how to trust
+it. A name that leads through a link is never trusted on first use.
 
 Where the text goes, and why there: NOT in the system prompt. The system prompt is the host's
 policy; a repository's file is written by whoever controls the repository, which is often not the
 user (a cloned project, a pull request). So the text goes on the user's side of the conversation,
 as a first block of the first user message of every request, wrapped in
-`<project_instructions path=... sha256=...>` with a preamble saying these are the project's words,
-to follow where they are about the project's conventions, and that they grant no permission: every
-call with effects is still shown to the user and waits for a yes, whatever the file says. The
-history is never changed (the block is added to the copy sent), so resume, /compact and the log
-keep the conversation as it was; the text itself is on the record in an `instructions` notice.
-It never touches approvals or config: nothing here reads it for settings, and the approval gate
-does not see it.
+`<project_instructions path=... sha256=...>` (trusted_input.frame: the text cannot close the
+frame; any spelling of the tag in it is replaced) with a preamble saying these are the
+project's words, to follow where they are about the project's conventions, and that they grant
+no permission: every call with effects is still shown to the user and waits for a yes, whatever
+the file says. The history is never changed (the block is added to the copy sent), so resume,
+/compact and the log keep the conversation as it was; the text itself is on the record in an
+`instructions` notice. It never touches approvals or config: nothing here reads it for settings,
+and the approval gate does not see it.
 
 Sitting at the very start of the conversation, the block is also part of the cached prompt prefix
 (it is byte-identical on every request).
@@ -28,8 +37,6 @@ Sitting at the very start of the conversation, the block is also part of the cac
 
 from __future__ import annotations
 
-import difflib
-import hashlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +46,7 @@ from agent_cli.errors import UsageError
 
 MAX_BYTES = 100_000
 """A larger file is refused: instructions are for the model to read on every request."""
+TAG = "project_instructions"
 PREAMBLE = (
     "The block below is the content of a project instruction file from the workspace, which the "
     "user chose to share. These are the project's words, not the user's and not agent-cli's "
@@ -49,62 +57,58 @@ PREAMBLE = (
 
 Message = dict[str, Any]
 Confirm = Callable[["Instruction", str], bool]
-"""Asked when a pinned file changed: (file, diff text) -> did the user say yes."""
+"""Asked when a pinned file changed: (file, the whole diff) -> did the user say yes."""
 
 
 @dataclass(frozen=True)
 class Instruction:
     path: Path
-    """The file as resolved (absolute)."""
+    """The file as the name led to it (absolute)."""
     shown: str
     """The name shown to the user and the model: as given (relative to the workspace if inside)."""
     text: str
     sha256: str
+    key: str = ""
+    """The pin key (the configured name under its root)."""
+    data: bytes = b""
+    """The bytes read once by the gate: the ones shown, pinned and sent."""
 
     @property
     def size(self) -> int:
         return len(self.text.encode("utf-8"))
 
     def block(self) -> dict[str, str]:
-        body = (f"{PREAMBLE}\n\n<project_instructions path=\"{_attr(self.shown)}\" "
-                f"sha256=\"{self.sha256[:16]}\">\n{self.text.rstrip()}\n</project_instructions>")
-        return {"type": "text", "text": body}
+        from agent_cli.trusted_input import frame
 
-
-def _attr(text: str) -> str:
-    return text.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;")
+        body = frame(TAG, {"path": self.shown, "sha256": self.sha256[:16]}, self.text)
+        return {"type": "text", "text": f"{PREAMBLE}\n\n{body}"}
 
 
 def resolve(configured: Iterable[str], given: Iterable[Path], workspace: Path
             ) -> list[tuple[Path, str, bool]]:
-    """(absolute path, shown name, named explicitly) for each file, without duplicates.
-    Config names are relative to the workspace (the convention: AGENTS.md at its root);
-    --instructions paths are relative to the current folder, like any file argument."""
+    """(root, name under it, named explicitly) for each file, without duplicates. Config names
+    are relative to the workspace (the convention: AGENTS.md at its root); --instructions paths
+    are relative to the current folder, like any file argument: one inside the workspace is
+    named under the workspace, one elsewhere under its own folder."""
+    import os
+
     out: list[tuple[Path, str, bool]] = []
-    seen: set[Path] = set()
-    items = [(workspace / Path(c).expanduser(), False) for c in configured]
-    items += [(Path(g).expanduser().absolute(), True) for g in given]
-    for raw, explicit in items:
-        path = raw.resolve()
-        if path in seen:
-            continue
-        seen.add(path)
+    seen: set[str] = set()
+    ws = workspace.absolute()
+    items = [(ws, c, False) for c in configured]
+    for g in given:
+        full = Path(os.path.normpath(Path(g).expanduser().absolute()))
         try:
-            shown = str(path.relative_to(workspace))
+            items.append((ws, str(full.relative_to(ws)), True))
         except ValueError:
-            shown = str(path)
-        out.append((path, shown, explicit))
+            items.append((full.parent, full.name, True))
+    for root, name, explicit in items:
+        key = os.path.normpath(os.path.join(root, os.path.expanduser(name)))
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append((root, name, explicit))
     return out
-
-
-def _diff(shown: str, old: str | None, new: str, old_hash: str, new_hash: str) -> str:
-    """The whole change (not cut: the user is asked about exactly what they see)."""
-    if old is None:
-        return (f"sha256 {old_hash[:16]} (trusted) -> {new_hash[:16]} (now); the old text was "
-                "not kept, so no diff can be shown")
-    lines = difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
-                                 fromfile=f"{shown} (trusted)", tofile=f"{shown} (now)")
-    return "".join(d if d.endswith("\n") else d + "\n" for d in lines).rstrip("\n")
 
 
 @dataclass
@@ -116,61 +120,52 @@ class Outcome:
 
 def load(files: list[tuple[Path, str, bool]], confirm: Confirm | None,
          pins: Any = None) -> Outcome:
-    """Read, check against the pins, and (for a changed file) ask. `confirm` None: nobody can be
-    asked (no terminal), so a changed file is left out with the way to trust it."""
+    """Read each through the gate, check against the pins, and (for a changed file) ask.
+    `confirm` None: nobody can be asked (no terminal), so a changed file is left out with the
+    way to trust it."""
     from agent_cli.tools.trust import PluginPins
+    from agent_cli.trusted_input import InputMissing, InputRefused, open_trusted_text
 
     store = pins if pins is not None else PluginPins()
     accepted: list[Instruction] = []
     notices: list[tuple[str, str, dict[str, Any]]] = []
-    for path, shown, explicit in files:
+    for root, name, explicit in files:
         try:
-            data = path.read_bytes()
-        except FileNotFoundError:
+            got = open_trusted_text(root, name, max_bytes=MAX_BYTES,
+                                    what="project instruction file")
+            text = got.text
+        except InputMissing:
             if explicit:
-                raise UsageError(f"--instructions {shown}: no such file.") from None
-            notices.append(("instructions", f"Project instructions: {shown} is named in config "
+                raise UsageError(f"--instructions {name}: no such file.") from None
+            notices.append(("instructions", f"Project instructions: {name} is named in config "
                             "`instructions` but is not in this workspace; none passed.", {}))
             continue
-        except OSError as e:
-            raise UsageError(f"Project instructions {shown} cannot be read ({e.strerror}).") \
-                from None
-        if len(data) > MAX_BYTES:
-            notices.append(("instructions_refused",
-                            f"Project instructions: {shown} is {len(data):,} bytes, over the "
-                            f"{MAX_BYTES:,} byte limit; it was not passed to the model.", {}))
+        except InputRefused as e:
+            notices.append(("instructions_refused", f"Project instructions: {e} Nothing of it "
+                            "was passed to the model.", {"path": name}))
             continue
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError:
-            notices.append(("instructions_refused", f"Project instructions: {shown} is not "
-                            "UTF-8 text; it was not passed to the model.", {}))
-            continue
-        digest = hashlib.sha256(data).hexdigest()
-        item = Instruction(path, shown, text, digest)
-        pin = store.pinned(path)
-        if pin is not None and pin.get("sha256") != digest:
-            diff = _diff(shown, pin.get("content"), text, str(pin.get("sha256")), digest)
-            if confirm is None or not confirm(item, diff):
-                how = "answer y at the prompt in a chat, or run" if confirm is None else "run"
+        item = Instruction(got.real, name, text, got.sha256, got.key, got.data)
+        check = store.check_input(got, what="project instruction file")
+        if not check.ok:
+            if confirm is None or not confirm(item, check.diff):
+                how = "answer y at the question in a chat, or run" if confirm is None else "run"
+                # the content goes to the log only when it is the file's own (not a link's)
+                shown = "" if got.linked else f"\n{check.diff}"
                 notices.append(("instructions_refused",
-                                f"Project instructions: {shown} changed since you trusted it, so "
-                                f"it was NOT passed to the model. If the change is yours, {how} "
-                                f"`agent-cli trust {path}`.\n{diff}", {"path": str(path)}))
+                                f"Project instructions: {got.shown_name()} changed since you "
+                                "trusted it (or is new under this name), so it was NOT passed "
+                                f"to the model. If the change is yours, {how} `agent-cli trust "
+                                f"{got.key}`.{shown}", {"path": name}))
                 continue
-            store.trust(path)
-            first = False
-        else:
-            first = pin is None
-            if first:
-                store.check(path, data)  # trust on first use: pinned now
+            store.pin(got.key, got.data)  # exactly the bytes the question showed
         accepted.append(item)
-        note = " (first use: pinned now)" if first else ""
+        note = " (first use: pinned now)" if check.first_use else ""
         notices.append(("instructions",
-                        f"Project instructions: {shown} ({item.size:,} bytes, sha256 "
-                        f"{digest[:16]}){note}, passed to the model as the project's words, "
+                        f"Project instructions: {name} ({item.size:,} bytes, sha256 "
+                        f"{got.sha256[:16]}){note}, passed to the model as the project's words, "
                         "not as policy.",
-                        {"path": str(path), "sha256": digest, "size": item.size, "text": text}))
+                        {"path": str(got.real), "sha256": got.sha256, "size": item.size,
+                         "text": text}))
     return Outcome(accepted, notices)
 
 

@@ -46,6 +46,7 @@ LAYERS: dict[str, int] = {
     "agent_cli.undo": 1,
     "agent_cli.skills": 1,
     "agent_cli.instructions": 1,
+    "agent_cli.trusted_input": 1,
     "agent_cli.demo": 1,
     # 2: the engine.
     "agent_cli.loop": 2,

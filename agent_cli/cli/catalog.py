@@ -28,8 +28,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
              "workspace, through the same loop as a chat, with the task's answers for "
              "approvals."),
     "trust": ("agent_cli.cli.trust", "Trust plugin, skill or project instruction files as they "
-              "are now (after you changed them); shows what changed since each was last "
-              "trusted."),
+              "are now (after you changed them): shows the whole change since each was last "
+              "trusted and asks."),
     "log": ("agent_cli.cli.log", "Check and list session logs."),
     "mcp": ("agent_cli.cli.mcp", "MCP servers: their state, tools, and changed tool "
             "definitions."),

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 import typer
 
 if TYPE_CHECKING:
-    from rich.console import Console
+    from rich.console import Console, ConsoleRenderable
 
     from agent_cli.config import Settings
     from agent_cli.tools.mcp.hub import MCPHub
@@ -101,18 +101,24 @@ def register(app: typer.Typer) -> None:
             if not held:
                 console.print(safe(f"Nothing to accept: every tool of {name} matches its pin."))
                 raise typer.Exit(EXIT_OK)
+            from agent_cli.ui.confirm import terminal_asker
+
+            rows = Text()
             for remote, changes in held.items():
-                console.print(Text("changed ", style="bold yellow") + safe(remote, "bold"))
+                rows.append_text(Text("changed ", style="bold yellow") + safe(remote, "bold"))
                 for change in changes:
-                    console.print(Text("  ") + safe(change))
-            if not yes:
-                answer = confirm(f"Accept these {len(held)} definition(s)?")
-                if answer is None:
+                    rows.append_text(Text("\n  ") + safe(change))
+                rows.append("\n")
+            rows.rstrip()
+            asker = None if yes else terminal_asker(console)
+            if asker is None:
+                console.print(rows)
+                if not yes:
                     raise fail("No terminal to confirm on: run again with --yes to accept "
                                "these definitions.", EXIT_USAGE)
-                if not answer:
-                    console.print("Not accepted; those tools stay out.")
-                    raise typer.Exit(EXIT_FAILED)
+            elif not asker.confirm(rows, f"Accept these {len(held)} definition(s)? [y/N] "):
+                console.print("Not accepted; those tools stay out.")
+                raise typer.Exit(EXIT_FAILED)
             accepted = hub.accept(name)
             console.print(safe(f"Accepted {len(accepted)} tool definition(s) of {name}."))
 
@@ -225,25 +231,24 @@ def _config_target(common: Any) -> Path:
     return Path(common.config) if common.config else user_config_file()
 
 
-def confirm(question: str) -> bool | None:
-    """The one y/N of the `agent-cli mcp` commands: type-ahead discarded, a fresh line editor,
-    only y/yes accepts; None when there is no terminal to ask on."""
-    from agent_cli.ui.terminal import Terminal
+def grant_or_import_answer(question: str, body: "ConsoleRenderable | None" = None
+                           ) -> bool | None:
+    """The y/N of `mcp add` and `mcp import`, asked through the product's one confirm
+    (ui/confirm.py): `body` shown whole (paged when taller than the screen) before the
+    question, type-ahead discarded, only y/yes accepts; None when there is no terminal."""
+    from rich.console import Console
 
-    ask = Terminal.detect().ask()
-    if ask is None:
-        return None
-    try:
-        answer = ask(f"{question} [y/N] ")
-    except (EOFError, KeyboardInterrupt):
-        return False
-    return answer.strip().lower() in ("y", "yes")
+    from agent_cli.ui.confirm import confirm_if_terminal
+
+    return confirm_if_terminal(Console(highlight=False, markup=False), body,
+                               f"{question} [y/N] ")
 
 
 def _offer_grants(entries: dict[str, dict[str, Any]], given: bool) -> bool:
     """Propose the grants each entry's command needs in the sandbox (one line each, with why)
     and apply them all on one yes (or `given`: --grant). True when they were applied."""
     from rich.console import Console
+    from rich.text import Text
 
     from agent_cli.tools.mcp.grants import propose
     from agent_cli.ui.safe_rich import safe
@@ -253,11 +258,18 @@ def _offer_grants(entries: dict[str, dict[str, Any]], given: bool) -> bool:
                  if (p := propose(e.get("command"), e.get("args", []), e.get("env")))}
     if not proposals:
         return False
+    body = Text()
     for n, p in proposals.items():
-        console.print(safe(f"{n} needs, confined by the sandbox: {p.settings()}", "bold"))
+        body.append_text(safe(f"{n} needs, confined by the sandbox: {p.settings()}", "bold"))
         for why in p.reasons:
-            console.print(safe(f"  because {why}"))
-    answer = True if given else confirm("Grant these?")
+            body.append_text(Text("\n") + safe(f"  because {why}"))
+        body.append("\n")
+    body.rstrip()
+    if given:
+        console.print(body)
+    answer = True if given else grant_or_import_answer("Grant these?", body)
+    if answer is None:
+        console.print(body)
     if not answer:
         console.print(safe("Not granted" + (" (no terminal to ask on; --grant accepts them)"
                                             if answer is None else "")

@@ -25,7 +25,7 @@ def run_import(block: dict[str, Any], have: dict[str, Any], source: Path, target
     from rich.console import Console
     from rich.text import Text
 
-    from agent_cli.cli.mcp import _offer_grants, confirm
+    from agent_cli.cli.mcp import _offer_grants, grant_or_import_answer
     from agent_cli.tools.mcp.config import append_servers, normalise
     from agent_cli.tools.mcp.review import Review, review
     from agent_cli.ui.safe_rich import safe
@@ -46,29 +46,34 @@ def run_import(block: dict[str, Any], have: dict[str, Any], source: Path, target
             problems.append(str(e))
             continue
         shown[name] = review(name, entry, raw, source)
-    console.print(safe(f"MCP servers in {source} (written by someone else: check every line):",
-                       "bold"))
+    view = Text()
+    view.append_text(safe(f"MCP servers in {source} (written by someone else: check every "
+                          "line):", "bold"))
     for rv in shown.values():
-        console.print(Text("server ", style="bold") + safe(rv.name, "bold"))
+        view.append_text(Text("\nserver ", style="bold") + safe(rv.name, "bold"))
         for key, value in rv.fields:
-            console.print(Text("  ") + safe(f"{key} = {value}"))
+            view.append_text(Text("\n  ") + safe(f"{key} = {value}"))
         for line in rv.callouts:
-            console.print(Text("  ! ", style="bold yellow") + safe(line, "yellow"))
+            view.append_text(Text("\n  ! ", style="bold yellow") + safe(line, "yellow"))
         if rv.refused:
-            console.print(Text("  NOT IMPORTED: ", style="bold red") + safe(rv.refused, "red"))
+            view.append_text(Text("\n  NOT IMPORTED: ", style="bold red") + safe(rv.refused, "red"))
     for line in skipped:
         err.print(safe(f"not imported: {line}"))
     for line in problems:
         err.print(safe(f"not imported: {line}"))
     importable = {n: rv for n, rv in shown.items() if rv.refused is None}
     refused = len(shown) - len(importable)
+    if not importable or yes:
+        console.print(view)
     if not importable:
         console.print(safe(f"0 server(s) added to {target}."))
         return EXIT_FAILED if problems or refused else EXIT_OK
     if not yes:
-        answer = confirm(f"Import these {len(importable)} server(s) as shown, untrusted, into "
-                         f"{target}?")
+        answer = grant_or_import_answer(
+            f"Import these {len(importable)} server(s) as shown, untrusted, into {target}?",
+            view)
         if answer is None:
+            console.print(view)
             err.print(safe("No terminal to confirm on: read the servers above and run again "
                            "with --yes to import them (and --grant for the grants they need); "
                            "nothing was imported."))

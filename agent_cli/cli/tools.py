@@ -9,7 +9,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from agent_cli.cli.common import EXIT_ERROR, EXIT_USAGE, Common, fail, guarded, with_options
+from agent_cli.cli.common import EXIT_ERROR, Common, guarded, with_options
 
 
 def register(app: typer.Typer) -> None:
@@ -23,7 +23,10 @@ def tools(
     common: Common,
     trust: Annotated[Optional[list[Path]], typer.Option(  # noqa: UP045
         "--trust", metavar="FILE", help="Trust this plugin file as it is now (after you changed "
-        "it); repeat for more. Shows what changed since it was last trusted.")] = None,
+        "it); repeat for more. Shows what changed since it was last trusted and asks.")] = None,
+    yes: Annotated[bool, typer.Option(
+        "--yes", help="With --trust: trust without asking on a terminal (the change is "
+        "still printed).")] = False,
 ) -> None:
     """List the tools: name, effect class, source file, schema hash, arguments and full
     description (what the model is told). Exits 1 if a plugin failed to load."""
@@ -36,15 +39,9 @@ def tools(
 
     console = Console(highlight=False)
     if trust:
-        from agent_cli.tools.trust import PluginPins
+        from agent_cli.cli.trust import trust_files
 
-        pins = PluginPins()
-        for file in trust:
-            if not file.is_file():
-                raise fail(f"{file} is not a file; give the path of the plugin file to trust.",
-                           EXIT_USAGE)
-            console.print(safe(pins.trust(file)))
-        return
+        raise typer.Exit(trust_files(list(trust), console, yes=yes))
     from agent_cli.session import session_scope
 
     settings = common.settings()
@@ -64,6 +61,7 @@ def tools(
         console.print(Text("not offered: ", style="yellow") + safe(tool.name, "bold")
                       + safe(f" ({why})", "dim"))
 
+    _print_skills(console, settings.skills_dirs)
     from agent_cli.cli.mcp import print_tools
 
     mcp_ok = print_tools(console, common.settings(), common.workspace_dir())
@@ -71,6 +69,28 @@ def tools(
         console.print(Text("plugin error: ", style="bold red") + safe(problem))
     if report.errors or not mcp_ok:
         raise typer.Exit(EXIT_ERROR)
+
+
+def _print_skills(console: Any, folders: list[str]) -> None:
+    """The skills of config `skills_dirs` with their state: offered (pinned), or held out and
+    why (changed since trusted, refused by the gate, against the spec)."""
+    if not folders:
+        return
+    from pathlib import Path
+
+    from rich.text import Text
+
+    from agent_cli.skills import load_skills
+    from agent_cli.tools.trust import PluginPins
+    from agent_cli.ui.safe_rich import safe
+
+    found = load_skills([Path(d).expanduser() for d in folders], PluginPins())
+    for skill in found.skills.values():
+        console.print(Text("skill ", style="dim") + safe(skill.name, "bold")
+                      + Text("  pinned", style="green") + Text("  source: ", style="dim")
+                      + safe(str(skill.path), "dim"))
+    for problem in found.problems:
+        console.print(Text("skill held out: ", style="yellow") + safe(problem))
 
 
 def _schema_type(prop: dict[str, Any]) -> str:

@@ -15,6 +15,9 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
+    from agent_cli.ui.confirm import Asker
     from agent_cli.ui.undo_view import Ask
 
 EXIT_OK = 0
@@ -88,14 +91,14 @@ def register(app: typer.Typer) -> None:
                                    "restore into.")
         store = Store()
         plan = make_plan(chosen, target, store, home())
-        ask = _answer_source(answers)
+        ask = _answer_source(answers, console)
         outcome = confirm_and_apply(plan, store, console, ask,
                                     lambda event: logs.append_undo(path, event))
         print_outcome(console, outcome)
         raise typer.Exit(EXIT_OK if outcome.undone else EXIT_NOT_UNDONE)
 
 
-def _answer_source(answers: Path | None) -> Ask | None:
+def _answer_source(answers: Path | None, console: Console) -> Ask | Asker | None:
     """The terminal (a fresh prompt, typeahead discarded), the --answers file, or None (no
     terminal: refuse, like a write call)."""
     from agent_cli.errors import UsageError
@@ -116,6 +119,6 @@ def _answer_source(answers: Path | None) -> Ask | None:
             return answer
 
         return from_file
-    from agent_cli.ui.terminal import Terminal
+    from agent_cli.ui.confirm import terminal_asker
 
-    return Terminal.detect().ask()
+    return terminal_asker(console)

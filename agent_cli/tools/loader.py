@@ -25,6 +25,8 @@ from agent_cli.tools.base import NAME_RE, Tool
 from agent_cli.tools.registry import Registry
 from agent_cli.tools.trust import PluginPins
 
+MAX_PLUGIN_BYTES = 64 << 20
+"""Largest plugin file read."""
 IMPORT_TIMEOUT_S = 5.0
 """A plugin import that takes longer is abandoned (its thread is left to finish on its own)."""
 
@@ -169,20 +171,25 @@ def check_tool(tool: Tool) -> str | None:
 
 
 def load_file(path: Path, registry: Registry, report: LoadReport,
-              pins: PluginPins | None = None) -> None:
+              pins: PluginPins | None = None, source: bytes | None = None) -> None:
     """Load one plugin file into the registry; problems go to the report, never raise. With
-    `pins`, a file that changed since it was trusted is reported and not imported."""
-    source: bytes | None = None
-    if pins is not None:
+    `source`, those bytes run (the ones checked against the pins by `load_folder`); with `pins`
+    alone, the file is read once through the gate and checked, and a file that changed since it
+    was trusted is reported and not imported."""
+    if source is None and pins is not None:
+        from agent_cli.trusted_input import InputRefused, open_trusted_text
+
         try:
-            source = path.read_bytes()
-        except OSError as e:
-            report.errors.append(f"{path}: cannot be read ({e}); skipped.")
+            item = open_trusted_text(path.parent, path.name, max_bytes=MAX_PLUGIN_BYTES,
+                                     what="plugin")
+        except InputRefused as e:
+            report.errors.append(f"{path}: {e} Skipped.")
             return
-        check = pins.check(path, source)
+        check = pins.check_input(item, what="plugin", how="agent-cli tools --trust")
         if not check.ok:
             report.errors.append(check.message)
             return
+        source = item.data
     try:
         module = _import_file(path, source=source)
         tools = _tools_of(module, path)
@@ -203,18 +210,34 @@ def load_file(path: Path, registry: Registry, report: LoadReport,
 
 def load_folder(folder: Path, registry: Registry, report: LoadReport,
                 pins: PluginPins | None = None) -> None:
+    """Load the plugins of one folder. With `pins` (a user's folder), every file of the folder
+    is checked first (tools/plugin_folder.py): one that changed holds out all of the folder's
+    plugins, since any of them may load it by path; the plugins run from the bytes checked."""
     if not folder.is_dir():
         report.errors.append(f"{folder}: tools folder not found.")
         return
-    if pins is not None:
-        # Whatever the plugins import from this folder, now or later, is pinned too.
-        from agent_cli.tools.pinned_imports import watch_plugin_folder
+    plugins = [p for p in sorted(folder.glob("*.py")) if not p.name.startswith("_")
+               and (p.is_file() or p.is_symlink())]
+    if pins is None:
+        for path in plugins:
+            load_file(path, registry, report)
+        return
+    from agent_cli.tools.pinned_imports import watch_plugin_folder
+    from agent_cli.tools.plugin_folder import check_folder, held_out
 
-        watch_plugin_folder(folder, pins)
-    for path in sorted(folder.glob("*.py")):
-        if path.name.startswith("_") or not path.is_file():
-            continue
-        load_file(path, registry, report, pins)
+    sys.dont_write_bytecode = True  # no bytecode of ours lands in a pinned folder
+    # Whatever the plugins import from this folder, now or later, is pinned too.
+    watch_plugin_folder(folder, pins)
+    checked = check_folder(folder, pins)
+    if checked.problems:
+        report.errors.extend(checked.problems)
+        report.errors.append(held_out(folder, [p.name for p in plugins]))
+        return
+    for path in plugins:
+        source = checked.sources.get(path.name)
+        if source is None:
+            continue  # refused by the folder check (reported there)
+        load_file(path, registry, report, source=source)
 
 
 def load_tools(folders: list[Path], *, include_bundled: bool = True,

@@ -11,8 +11,11 @@ says how to trust it (`agent-cli tools --trust FILE`), so the plugin that needs 
 Compiled forms (`.pyc`, extension modules) in a plugin folder cannot be pinned by their source
 and are refused.
 
-Limits: code that reads and runs a file by other means (`exec(open(...).read())`,
-`importlib.util.spec_from_file_location` on a path of its own) is not seen by an import hook.
+Each file is read through the gate (trusted_input.py) under the watched folder, by its name there.
+Code that reads and runs a file by other means (`exec(open(...).read())`,
+`importlib.util.spec_from_file_location` on a path of its own) is not seen by an import hook: for
+that, the loader pins every file of the folder before any plugin of it runs
+(tools/plugin_folder.py).
 """
 
 from __future__ import annotations
@@ -45,22 +48,27 @@ def _inside(folder: Path, path: Path) -> bool:
 
 
 class _PinnedLoader(importlib.abc.Loader):
-    def __init__(self, path: Path, pins: PluginPins) -> None:
+    def __init__(self, path: Path, pins: PluginPins, folder: Path) -> None:
         self.path = path
         self.pins = pins
+        self.folder = folder
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
         return None  # the default module object
 
     def exec_module(self, module: ModuleType) -> None:
+        from agent_cli.trusted_input import InputRefused, open_trusted_text
+
         try:
-            data = self.path.read_bytes()
-        except OSError as e:
-            raise PinRefused(f"{self.path}: cannot be read ({e}).") from None
-        check = self.pins.check(self.path, data, what="file imported by a plugin")
+            item = open_trusted_text(self.folder, str(self.path.relative_to(self.folder)),
+                                     max_bytes=64 << 20, what="file imported by a plugin")
+        except (InputRefused, ValueError) as e:
+            raise PinRefused(f"{self.path}: {e}") from None
+        check = self.pins.check_input(item, what="file imported by a plugin",
+                                      how="agent-cli tools --trust")
         if not check.ok:
             raise PinRefused(check.message)
-        exec(compile(data, str(self.path), "exec"), module.__dict__)
+        exec(compile(item.data, str(self.path), "exec"), module.__dict__)
 
 
 class PinnedPluginImports(importlib.abc.MetaPathFinder):
@@ -75,10 +83,10 @@ class PinnedPluginImports(importlib.abc.MetaPathFinder):
         with self._lock:
             self._folders[Path(os.path.realpath(folder))] = pins
 
-    def _owner(self, entry: Path) -> PluginPins | None:
+    def _owner(self, entry: Path) -> tuple[Path, PluginPins] | None:
         for folder, pins in self._folders.items():
             if _inside(folder, entry):
-                return pins
+                return folder, pins
         return None
 
     def _real(self, raw: str) -> Path | None:
@@ -98,26 +106,26 @@ class PinnedPluginImports(importlib.abc.MetaPathFinder):
             return None
         entries = [(real, self._owner(real)) for raw in (sys.path if path is None else path)
                    if isinstance(raw, str) and (real := self._real(raw)) is not None]
-        owned = [i for i, (_real, pins) in enumerate(entries) if pins is not None]
+        owned = [i for i, (_real, owner) in enumerate(entries) if owner is not None]
         if not owned:
             return None  # the usual case (the SDK's imports): no plugin folder on the way
         last = fullname.rpartition(".")[2]
-        for entry, pins in entries[:owned[-1] + 1]:
+        for entry, owner in entries[:owned[-1] + 1]:
             package = entry / last / "__init__.py"
             module = entry / f"{last}.py"
             compiled = [entry / f"{last}{suffix}" for suffix in _COMPILED]
-            if pins is None:
+            if owner is None:
                 if package.is_file() or module.is_file() or (entry / last).is_dir() or \
                         any(c.is_file() for c in compiled):
                     return None  # found first outside the plugin folders: the usual finders
                 continue
             if package.is_file():
                 return importlib.util.spec_from_file_location(
-                    fullname, package, loader=_PinnedLoader(package, pins),
+                    fullname, package, loader=_PinnedLoader(package, owner[1], owner[0]),
                     submodule_search_locations=[str(entry / last)])
             if module.is_file():
                 return importlib.util.spec_from_file_location(
-                    fullname, module, loader=_PinnedLoader(module, pins))
+                    fullname, module, loader=_PinnedLoader(module, owner[1], owner[0]))
             for c in compiled:
                 if c.is_file():
                     raise PinRefused(f"{c}: compiled code in a plugin folder cannot be pinned, "

@@ -9,8 +9,9 @@ line was on screen. The question restates the call (`Run write_file on notes.txt
 lines)? [y/N]`), because by then the panel's head may have scrolled away.
 
 Only `y`/`yes` approves; Enter, any other word, EOF deny this call; `q`, Esc and Ctrl-C deny it and
-the rest of the reply. The answer is read by a fresh line editor each time: no history, no
-completion, no default.
+the rest of the reply. Paging and the answer are the one confirm's (ui/confirm.py): single keys at a
+page, typeahead discarded, a fresh line editor for the answer (no history, no completion, no
+default), Esc at the reason prompt cancels the reason.
 """
 
 from __future__ import annotations
@@ -22,10 +23,11 @@ from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderR
 from rich.panel import Panel
 from rich.text import Text
 
-from agent_cli.approval import ONLY_YES, Answer, decision_for, read_answer
+from agent_cli.approval import ONLY_YES, Answer, decision_for
 from agent_cli.call_warnings import hidden_summary, lookalike_summary
 from agent_cli.calls import Call, Decision, Denied
 from agent_cli.safe_text import is_blank, one_line
+from agent_cli.ui.confirm import Asker
 from agent_cli.ui.panel_args import (
     HEADINGS,
     call_facts,
@@ -37,7 +39,6 @@ from agent_cli.ui.panel_args import (
 )
 from agent_cli.ui.panel_frame import FramedLines, grid_lines
 from agent_cli.ui.safe_rich import safe, safe_line
-from agent_cli.ui.terminal import default_input, discard_typeahead
 
 InputFn = Callable[[str], str]
 
@@ -201,10 +202,6 @@ def prompt_line(request: Call) -> str:
 PROMPT_RE = re.compile(r"^Run .*\? \[y/N\] $", re.S)
 """Matches every question `prompt_line` asks (tests and harnesses use it)."""
 
-PAGE_PROMPT = "-- more ({shown:,} of {total:,} lines): Enter for the next page, G for the rest, " \
-              "q to deny -- "
-
-
 RESIZED_NOTE = ("The terminal was resized: the panel is shown again, laid out for {width:,} "
                 "columns; answer after its last line.")
 
@@ -216,79 +213,26 @@ def tall_panel_note(lines: int, height: int) -> str:
 
 class TerminalApprover:
     """Shows the panel (a page at a time when it is taller than the terminal) and asks the
-    question that restates the call, for each write call."""
+    question that restates the call, for each write call: through the one confirm
+    (ui/confirm.Asker), so its pager, typeahead and answer rules are the same as every y/N's."""
 
     def __init__(self, console: Console, input_fn: InputFn | None = None,
                  flush_typeahead: bool = True) -> None:
         self.console = console
-        self._input = input_fn
-        self.flush_typeahead = flush_typeahead
-
-    def _ask(self, message: str, *, fresh: bool = True) -> str:
-        """Read one answer; with `fresh`, keys typed before the prompt appeared are dropped."""
-        if self._input is None:
-            self._input = default_input()
-        if fresh and self.flush_typeahead:
-            discard_typeahead()
-        return self._input(message)
+        self.asker = Asker(console, input_fn, flush=flush_typeahead)
 
     def _size(self) -> tuple[int, int]:
-        size = self.console.size  # read from the terminal each time (it may have been resized)
-        return size.width, size.height
-
-    def _show(self, panel: ApprovalPanel) -> tuple[int, int] | None:
-        """Put the whole panel on screen and say the terminal size it was laid out for; None
-        when the person stopped (q) before its end. When the terminal was resized at a page's
-        prompt, the panel is laid out again for the new size and shown again from the top."""
-        c = self.console
-        # crop=False: every line of the panel is already exactly the console's width (Rich's
-        # cropping pass would measure each of them again: 40% of a 1 MB panel's cost)
-        with c.capture() as cap:
-            c.print(panel, crop=False)
-        lines = cap.get().splitlines(keepends=True)
-        size = self._size()
-        room = max(size[1] - 3, 5)
-        if len(lines) <= room:
-            c.print(panel, crop=False)  # through the console: a recording console records it
-            return size
-        c.print(safe(tall_panel_note(len(lines), size[1]), "bold yellow"))
-        room = max(room - 1, 4)
-        shown = 0
-        while shown < len(lines):
-            page = lines[shown:shown + room]
-            c.file.write("".join(page))
-            c.file.flush()
-            shown += len(page)
-            if shown >= len(lines):
-                break
-            try:
-                answer = self._ask(PAGE_PROMPT.format(shown=shown, total=len(lines)))
-            except (EOFError, KeyboardInterrupt):
-                return None
-            word = answer.strip().lower()
-            if word in ("q", "quit") or answer.startswith("\x1b"):
-                return None
-            if self._size() != size:
-                c.print(safe(RESIZED_NOTE.format(width=self._size()[0]), "bold yellow"))
-                return self._show(panel)
-            if word == "g":
-                room = len(lines)
-        return size
+        return self.asker.size()
 
     def decide(self, request: Call) -> Decision:
         panel = approval_panel(request)
         while True:
-            size = self._show(panel)
+            size = self.asker.page(panel, note=tall_panel_note)
             if size is None:
                 self.console.print(Text("Denied, and the rest of this reply too (stopped at "
                                         "the panel).", style="red"))
                 return decision_for(request, Answer("stop"))
-            try:
-                answer: Answer | None = read_answer(self._ask(prompt_line(request)))
-            except EOFError:
-                answer = None
-            except KeyboardInterrupt:
-                answer = Answer("stop")
+            answer = self.asker.answer(prompt_line(request))
             # A yes counts for a panel drawn at the terminal's size: after a resize the lines
             # on screen may be cut or reflowed, so the panel is drawn again and asked again.
             if answer is None or answer.kind != "approve" or self._size() == size:
@@ -302,12 +246,7 @@ class TerminalApprover:
         if answer.kind == "stop":
             self.console.print(Text("Denied, and the rest of this reply too.", style="red"))
             return decision_for(request, answer)
-        reason = answer.reason
-        if answer.ask_reason:
-            try:
-                reason = self._ask("Reason (optional): ", fresh=False).strip() or None
-            except (EOFError, KeyboardInterrupt):
-                reason = None
+        reason = self.asker.reason() if answer.ask_reason else answer.reason
         if answer.note == ONLY_YES:
             self.console.print(Text("Denied: only y or yes approves; what you typed goes to the "
                                     "model as your reason.", style="red"))

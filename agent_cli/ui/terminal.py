@@ -129,22 +129,10 @@ class Terminal:
             approver = PausingApprover(approver, keys)
         return approver
 
-    def ask(self) -> InputFn | None:
-        """A fresh prompt with typeahead discarded before each question, or None with no
-        terminal (then undo refuses, as a write call would be denied)."""
-        if not self.interactive:
-            return None
-        read = default_input()
-
-        def ask(prompt: str) -> str:
-            discard_typeahead()
-            return read(prompt)
-
-        return ask
-
     def confirm(self, console: Console) -> Callable[[Instruction, str], bool] | None:
-        """The yes/no for a changed project instruction file; None with no terminal (the file is
-        then left out and the notice says how to trust it)."""
+        """The yes/no for a changed project instruction file (the one confirm, ui/confirm.py);
+        None with no terminal (the file is then left out and the notice says how to trust
+        it)."""
         if not self.interactive:
             return None
         from agent_cli.ui.instructions_prompt import terminal_confirm

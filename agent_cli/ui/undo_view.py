@@ -1,5 +1,6 @@
 """The undo panel: what an undo would do, path by path, with the diff it would apply; then
-`[y/N]`, the restore, and what was left alone.
+`[y/N]` through the one confirm (ui/confirm.py: the whole panel paged, single keys, typeahead
+dropped), the restore, and what was left alone.
 
 Every string from a record or a file (paths, ids, tool names, file content in diffs) goes through
 safe_text via `safe`; rich.text.Text is only ever built over sanitised strings.
@@ -19,8 +20,8 @@ from rich.panel import Panel
 from rich.text import Text
 
 from agent_cli import events as ev
-from agent_cli.approval import parse_answer
 from agent_cli.diff_lines import line_kind
+from agent_cli.ui.confirm import Asker
 from agent_cli.ui.safe_rich import safe
 from agent_cli.undo.changes import ChangeSet
 from agent_cli.undo.restore import Applied, Plan, Step, apply, undo_event
@@ -133,20 +134,6 @@ def undo_panel(plan: Plan, store: Store) -> Panel:
                  expand=True)
 
 
-def show(console: Console, panel: Panel) -> None:
-    """Print the panel; one taller than the terminal opens in the pager first, so the whole of
-    it has been on screen before the question is asked."""
-    if console.is_terminal:
-        height = len(console.render_lines(panel, console.options, pad=False))
-        if height > console.height - 2:
-            with console.pager(styles=True):
-                console.print(panel)
-            console.print(Text(f"(the undo panel above has {height:,} lines; it was shown in the "
-                               "pager)", style="dim"))
-            return
-    console.print(panel)
-
-
 def question(plan: Plan) -> str:
     if plan.conflicts:
         n = len(plan.steps)
@@ -163,22 +150,25 @@ class Outcome:
     message: str = ""
 
 
-def confirm_and_apply(plan: Plan, store: Store, console: Console, ask: Ask | None,
+def confirm_and_apply(plan: Plan, store: Store, console: Console, ask: Ask | Asker | None,
                       record: Callable[[ev.Undo], None]) -> Outcome:
-    """Show the panel, ask, restore on yes and hand the `undo` event to `record` (the log)."""
-    show(console, undo_panel(plan, store))
-    if not plan.steps:
-        return Outcome(False, message="Nothing to undo: every change of it was changed since "
-                       "(named above); nothing was touched.")
-    if ask is None:
+    """Show the panel, ask, restore on yes and hand the `undo` event to `record` (the log).
+    `ask` is the terminal's Asker (the one confirm: paged, typeahead dropped), a plain answer
+    source (`--answers FILE`: the panel is printed whole, no page takes an answer), or None (no
+    terminal: the panel is printed and nothing is undone)."""
+    panel = undo_panel(plan, store)
+    if isinstance(ask, Asker):
+        asker = ask
+    else:
+        asker = Asker(console, ask, read_key=lambda _prompt: "G", flush=False)
+    if not plan.steps or ask is None:
+        console.print(panel)
+        if not plan.steps:
+            return Outcome(False, message="Nothing to undo: every change of it was changed "
+                           "since (named above); nothing was touched.")
         return Outcome(False, message="No terminal to confirm on: nothing was undone. Run it in "
                        "a terminal, or give the answer explicitly with --answers FILE.")
-    try:
-        answer = ask(question(plan))
-    except (EOFError, KeyboardInterrupt):
-        answer = ""
-    ok, _reason = parse_answer(answer)
-    if not ok:
+    if not asker.confirm(panel, question(plan)):
         return Outcome(False, message="Not undone; nothing was touched.")
     applied = apply(plan, store)
     event = undo_event(plan, applied)
@@ -214,7 +204,7 @@ def list_view(sets_newest_first: list[ChangeSet]) -> Text:
 
 
 def repl_undo(session: Session, arg: str, *, console: Console | None = None,
-              ask: Ask | None = None) -> RenderableType | None:
+              ask: Ask | Asker | None = None) -> RenderableType | None:
     """`/undo [ID]` over this session's own records (kept in memory as they were emitted, so no
     file is trusted for them); the undo event goes into this session's log."""
     from agent_cli.config import home
@@ -238,9 +228,9 @@ def repl_undo(session: Session, arg: str, *, console: Console | None = None,
         found = getattr(session.gate.approver, "console", None)
         console = found if isinstance(found, Console) else Console(highlight=False)
     if ask is None:
-        from agent_cli.ui.terminal import Terminal
+        from agent_cli.ui.confirm import terminal_asker
 
-        ask = Terminal.detect().ask()
+        ask = terminal_asker(console)
     plan = make_plan(chosen, Path(chosen[0].workspace), recorder.store, home())
     outcome = confirm_and_apply(plan, recorder.store, console, ask, session.emit)
     return safe(outcome.message, "green" if outcome.undone and outcome.event is not None

@@ -157,7 +157,9 @@ TOOL = Tool(name="lazy_{uid}", description="Lazy.", args=Args, effect="read", ru
 
 def test_a_helper_imported_while_the_tool_runs_is_checked_then(harness: Harness,
                                                                tmp_path: Path) -> None:
-    """Edited after the session loaded (before its first use): the call fails, nothing runs."""
+    """Edited after it was trusted, before its first use: since every file of a plugin folder is
+    pinned when the folder loads (tools/plugin_folder.py), the plugin is held out at load; if it
+    got past that, the hook would fail the import. Either way nothing of the edit runs."""
     folder = tmp_path / "lazy_plugins"
     folder.mkdir()
     (folder / "lazy_e5.py").write_text(LAZY_PLUGIN.format(uid="e5"))
@@ -172,5 +174,6 @@ def test_a_helper_imported_while_the_tool_runs_is_checked_then(harness: Harness,
     o = harness.run([calls(use("lazy_e5", {"text": "abc"})), done()], tools_dirs=[folder])
     [result] = o.sent_back(1)
     assert result["is_error"] is True
-    assert "changed since you trusted it" in result["content"]
+    assert "Unknown tool" in result["content"] or "changed since you trusted it" in \
+        result["content"]
     assert not marker.exists()

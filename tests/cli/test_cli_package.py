@@ -224,14 +224,14 @@ def test_no_terminal_means_no_one_to_ask() -> None:
     term = Terminal(interactive=False)
     console = Console(file=io.StringIO())
     assert isinstance(term.approver(console), NonInteractiveApprover)
-    assert term.ask() is None and term.confirm(console) is None and term.keys() is None
+    assert term.confirm(console) is None and term.keys() is None
 
 
 def test_a_terminal_gets_the_panel() -> None:
     term = Terminal(interactive=True)
     console = Console(file=io.StringIO())
     assert isinstance(term.approver(console), TerminalApprover)
-    assert term.ask() is not None and term.confirm(console) is not None
+    assert term.confirm(console) is not None
 
 
 def test_detect_reads_stdin() -> None:

@@ -97,8 +97,9 @@ def test_a_changed_skill_is_held_out_until_trusted(skills: tuple[Path, Path],
         assert f"agent-cli trust {skill}" in said
         assert "pdf-forms" not in system_of(fake.requests[1])
         assert "load_skill" not in [t["name"] for t in fake.requests[1].body["tools"]]
-        trusted = subprocess.run([sys.executable, "-m", "agent_cli", "trust", str(skill)],
-                                 env=env, cwd=REPO, capture_output=True, text=True, timeout=60)
+        trusted = subprocess.run([sys.executable, "-m", "agent_cli", "trust", str(skill),
+                                  "--yes"], env=env, cwd=REPO, stdin=subprocess.DEVNULL,
+                                 capture_output=True, text=True, timeout=60)
         assert trusted.returncode == 0 and "new version trusted" in trusted.stdout
         assert run_cli(["--config", str(cfg), "--workspace", str(ws), "c"], fake).returncode == 0
         assert "pdf-forms" in system_of(fake.requests[2])
@@ -116,18 +117,22 @@ def test_front_matter_subset() -> None:
 
 
 def test_bad_skills_are_named_and_the_rest_load(tmp_path: Path) -> None:
-    (tmp_path / "good").mkdir()
-    (tmp_path / "good" / "SKILL.md").write_text(SKILL)
+    (tmp_path / "pdf-forms").mkdir()
+    (tmp_path / "pdf-forms" / "SKILL.md").write_text(SKILL)
     (tmp_path / "upper").mkdir()
     (tmp_path / "upper" / "SKILL.md").write_text(SKILL.replace("pdf-forms", "PDF Forms"))
-    (tmp_path / "twin").mkdir()
-    (tmp_path / "twin" / "SKILL.md").write_text(SKILL)
+    (tmp_path / "other" / "pdf-forms").mkdir(parents=True)
+    (tmp_path / "other" / "pdf-forms" / "SKILL.md").write_text(SKILL)
+    (tmp_path / "renamed").mkdir()
+    (tmp_path / "renamed" / "SKILL.md").write_text(SKILL)
     (tmp_path / "plain").mkdir()
     (tmp_path / "plain" / "SKILL.md").write_text("just text")
-    out = load_skills([tmp_path, tmp_path / "missing"], PluginPins(tmp_path / "pins.json"))
+    out = load_skills([tmp_path, tmp_path / "other", tmp_path / "missing"],
+                      PluginPins(tmp_path / "pins.json"))
     assert list(out.skills) == ["pdf-forms"]
     text = "\n".join(out.problems)
     assert "'PDF Forms' must be 1-64 lowercase letters" in text
+    assert "must be the name of its folder ('renamed')" in text
     assert "a skill named pdf-forms was already loaded" in text
     assert "plain/SKILL.md: not a skill file" in text
     assert "skills folder not found" in text

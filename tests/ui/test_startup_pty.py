@@ -285,7 +285,10 @@ def test_questions_before_the_session_still_come_before_any_request(
     ws.mkdir()
     agents = ws / "AGENTS.md"
     agents.write_text("Be brief.\n", encoding="utf-8")
-    changed = gate.tools / "changed.py"
+    # a folder of its own: a changed file holds out every plugin of its folder (any of them may
+    # load it by path), and the blocking plugin must still load
+    (tmp_path / "changed_tools").mkdir()
+    changed = tmp_path / "changed_tools" / "changed.py"
     changed.write_text(PLAIN_PLUGIN.format(name="changed_tool", description="v1"),
                        encoding="utf-8")
     pins = PluginPins()
@@ -296,7 +299,8 @@ def test_questions_before_the_session_still_come_before_any_request(
                        encoding="utf-8")
 
     child = spawn([scripts.text("ANSWER-ONE")], "--tools-dir", str(gate.tools),
-                  "--instructions", str(agents), workspace=ws)
+                  "--tools-dir", str(changed.parent), "--instructions", str(agents),
+                  workspace=ws)
     child.expect(PROMPT)
     gate.reached()
     child.send(b"do the thing\r")
