@@ -45,7 +45,7 @@ def _append_forged(log: Path, key: bytes | None, *, key_id_claim: str | None = N
     """A second session after the last record, chained with the public arithmetic (and signed
     with `key` when given: someone else's)."""
     mine = records_of(log)
-    first = [r for r in mine if r["type"] == "session_start"][0]
+    first = next(r for r in mine if r["type"] == "session_start")
     seq = mine[-1]["seq"]
     forged = []
     for i, rec in enumerate(mine, start=1):
