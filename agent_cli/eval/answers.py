@@ -13,7 +13,7 @@ from __future__ import annotations
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -24,15 +24,24 @@ from agent_cli.eval.tasks import AnswerSpec, Task, TaskFile, read_input
 NETWORK_REFUSAL = ("a call that asks for the network is never approved by an eval's answers "
                    "(no person was asked); run it in a chat, where you see its panel")
 
+if TYPE_CHECKING:
+    from agent_cli.config import Settings
+
 _ANSWERS = TypeAdapter(AnswerSpec)
 
 
-def asks_network(call: Call) -> bool:
-    """The sandbox's own test for a call that wants the network (an argument `network` that is
-    exactly true, as run_command's), so the eval and the sandbox cannot disagree."""
+def asks_network(call: Call, settings: Settings | None = None) -> bool:
+    """Whether the call reaches the network: the sandbox's own test for a call (an argument
+    `network` that is exactly true, as run_command's), so the eval and the sandbox cannot
+    disagree; or a call to an MCP server that is remote (`url`) or granted `network = true`."""
     from agent_cli.sandbox.policy import wants_network
 
-    return wants_network(call.args)
+    if wants_network(call.args):
+        return True
+    if settings is None or not call.source.startswith("mcp:"):
+        return False
+    server = settings.mcp.get("servers", {}).get(call.source.removeprefix("mcp:"))
+    return server is not None and (server.url is not None or server.network)
 
 
 @dataclass(frozen=True)

@@ -65,8 +65,10 @@ class EvalApprover:
     Its decisions are recorded with by="policy"; TaskTagger adds the task id and the answer to
     each one it made."""
 
-    def __init__(self, task: Task) -> None:
+    def __init__(self, task: Task, settings: Settings | None = None) -> None:
         self.task = task
+        self.settings = settings
+        """The trial's settings: which MCP servers reach the network."""
         self.queue = list(task.answers) if isinstance(task.answers, list) else None
         self.made: dict[str, str] = {}
         """call id -> the reason recorded with the decision."""
@@ -75,7 +77,7 @@ class EvalApprover:
         from agent_cli.eval.answers import NETWORK_REFUSAL, asks_network
 
         where = f"eval task {self.task.id}"
-        if asks_network(request):
+        if asks_network(request, self.settings):
             reason = f"{where}: {NETWORK_REFUSAL}"
             self.made[request.id] = reason
             return Denied(request.id, reason, by="policy")
@@ -173,7 +175,7 @@ def _drive(spec: TrialSpec, workspace: Path, record: TrialRecord) -> list[str]:
     from agent_cli.session import Session
 
     task = spec.task
-    approver = EvalApprover(task)
+    approver = EvalApprover(task, spec.settings)
     spec.log.parent.mkdir(parents=True, exist_ok=True)
     session = Session.create(trial_settings(spec), workspace=workspace.resolve(),
                              approver=approver, sinks=[record], tools_dirs=spec.tools_dirs,

@@ -155,3 +155,25 @@ def test_a_task_file_that_is_a_fifo_is_refused_at_once(tmp_path: Path) -> None:
     finally:
         os.close(fd)
     assert proc.returncode == 2 and "not a regular file" in " ".join(proc.stderr.split())
+
+
+def test_a_call_to_an_mcp_server_that_reaches_the_network_is_never_approved() -> None:
+    """The policy's other network calls: a remote server (`url`) or one granted `network`."""
+    from agent_cli.calls import Call
+    from agent_cli.config import Settings
+    from agent_cli.eval.answers import asks_network
+    from agent_cli.eval.runner import EvalApprover
+    from agent_cli.eval.tasks import Task
+
+    settings = Settings(mcp={"servers": {
+        "remote": {"url": "http://127.0.0.1:9/mcp"},
+        "granted": {"command": "srv", "network": True},
+        "local": {"command": "srv"}}})
+    task = Task(id="t", prompt="p", answers="all")
+    approver = EvalApprover(task, settings)
+    for server, network in (("remote", True), ("granted", True), ("local", False)):
+        call = Call(id=f"toolu_{server}", name=f"{server}__post", effect="write",
+                    args={"body": "x"}, args_hash="h", source=f"mcp:{server}")
+        assert asks_network(call, settings) is network
+        decision = approver.decide(call)
+        assert (type(decision).__name__ == "Approved") is (not network), server
