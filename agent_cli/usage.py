@@ -189,8 +189,10 @@ class UsageMeter:
                 "(USD per million tokens) to your config, use a model with a price, or use "
                 "--max-tool-calls instead.")
 
-    def _money(self, counts: Mapping[str, Usage]) -> str:
-        """The dollar figure of these counts, and the unpriced models' tokens beside it."""
+    def money(self, counts: Mapping[str, Usage] | None = None) -> str:
+        """The dollar figure of these counts (default: the session's), and the unpriced models'
+        tokens beside it: `$0.0123 + 1,200 in / 80 out of X (no price)`."""
+        counts = self.by_model if counts is None else counts
         parts = [fmt_cost(self.known_cost(counts))]
         parts += [f"+ {_io(counts[model])} of {model} (no price)"
                   for model in self.unpriced(counts)]
@@ -205,16 +207,18 @@ class UsageMeter:
         if not turn:
             return ""
         parts = [f"tokens: {_io(turn)}"]
-        if self._any_priced(self.last_turn):
-            parts.append(self._money(self.last_turn))
-        elif self._any_priced(self.by_model):
+        if self.any_priced(self.last_turn):
+            parts.append(self.money(self.last_turn))
+        elif self.any_priced(self.by_model):
             parts.append("no price for " + ", ".join(self.unpriced(self.last_turn)))
         session = f"session {_io(self.total())}"
-        if self._any_priced(self.by_model):
-            session += f" · {self._money(self.by_model)}"
+        if self.any_priced(self.by_model):
+            session += f" · {self.money(self.by_model)}"
         return " · ".join(parts) + "  (" + session + ")"
 
-    def _any_priced(self, counts: Mapping[str, Usage]) -> bool:
+    def any_priced(self, counts: Mapping[str, Usage] | None = None) -> bool:
+        """Whether some model with tokens in these counts (default: the session's) has a price."""
+        counts = self.by_model if counts is None else counts
         return any(any(u.values()) and price_for(self.prices, m) is not None
                    for m, u in counts.items())
 
@@ -231,7 +235,7 @@ class UsageMeter:
         lines.append(
             f"session: {self.requests} request{'s' if self.requests != 1 else ''}, "
             f"{_io(total)}{_cache(total)}"
-            + (f" · {self._money(self.by_model)}" if self._any_priced(self.by_model) else "")
+            + (f" · {self.money(self.by_model)}" if self.any_priced(self.by_model) else "")
         )
         if self.unpriced():
             lines.append("(add [prices.\"MODEL\"] input/output USD per million tokens to your "

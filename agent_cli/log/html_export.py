@@ -32,7 +32,7 @@ from agent_cli.log.keys import log_key
 from agent_cli.log.show import show, when
 from agent_cli.log.verify import verify
 from agent_cli.safe_text import one_line
-from agent_cli.usage import UsageMeter, fmt_cost
+from agent_cli.usage import UsageMeter
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'"
 CALL_LINE = 300
@@ -362,11 +362,11 @@ class HtmlView:
         if self.last_ts is not None:
             meta.append(("last event", when(self.last_ts)))
         total = self.usage.total()
-        cost = self.usage.cost()
         usage = (f"{self.usage.requests} model requests · {total.get('input_tokens', 0):,} in / "
                  f"{total.get('output_tokens', 0):,} out tokens · "
-                 + (fmt_cost(cost) if cost is not None else "cost unknown (no price configured "
-                    "for this model)"))
+                 + (self.usage.money() if self.usage.any_priced() or not self.usage.unpriced()
+                    else "cost unknown (no price "
+                    "configured for this model)"))
         meta.append(("usage", usage))
         meta.append(("log file", str(self.log_path)))
         rows = "".join(f"<dt>{text(k)}</dt><dd>{text(v)}</dd>" for k, v in meta)
