@@ -206,9 +206,10 @@ class CallRunner:
         except CallRejected as e:
             self.emit(ev.ToolInvalid(id=call_id, name=str(name), reason=e.reason))
             return self._result(call_id, str(name), e.reason, True, 0.0)
-        refused = path_refusal(call)
+        # Before any preview or panel: a yes the path guard would overrule is never asked for.
+        # (A deny rule that matches as well is the reason given: the gate names it below.)
+        refused = path_refusal(call) if self.gate.rule_denial(call) is None else None
         if refused is not None:
-            # Before any preview or panel: a yes the guard would overrule is never asked for.
             denied = Denied(call_id, refused, by="policy")
             self.emit(approval_event(call, denied))
             return self._result(call_id, call.name, _denial_text(denied), True, 0.0)
