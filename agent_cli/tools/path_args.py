@@ -49,5 +49,5 @@ def path_refusal(call: Call) -> str | None:
                     continue  # not there yet: a file to create
                 refuse_protected_fd(st, raw)
             except PathRefused as e:
-                return f"{REFUSED_BY_GUARD} ({name}): {e}"
+                return f"{REFUSED_BY_GUARD} ({name}): {str(e).rstrip('.')}"
     return None

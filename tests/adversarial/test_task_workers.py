@@ -98,3 +98,41 @@ def test_the_key_never_reaches_a_workers_command_line(tmp_path: Path) -> None:
     assert secret == {"ANTHROPIC_API_KEY": KEY}
     assert KEY not in json.dumps(env) and KEY not in json.dumps(worker_command())
     assert worker_command()[1] == "-I"
+
+
+def test_ctrl_c_ends_a_parallel_suite_and_its_workers(tmp_path: Path) -> None:
+    """Ctrl-C reaches the whole process group: no new trial starts, the workers end."""
+    import signal
+    import time
+
+    marker = tmp_path / "MARKER"
+    tasks = ('[[tasks]]\nid = "sleeps"\nprompt = "p"\nworkspace = "fixture"\n'
+             'script = "script.json"\nanswers = "all"\n')
+    repo = hostile_clone(tmp_path, marker, tasks)
+    sleeper = [{"content": [{"type": "tool_use", "id": "toolu_s", "name": "run_command",
+                             "input": {"command": ["sleep", "120"]}}],
+                "stop_reason": "tool_use"}, text("slept")]
+    (repo / "script.json").write_text(json.dumps(sleeper), encoding="utf-8")
+    logs = tmp_path / "logs"
+    proc = subprocess.Popen([sys.executable, str(launcher(tmp_path)), "eval", "tasks.toml",
+                             "--jobs", "2", "--trials", "4", "--approve-task-answers",
+                             "--log-dir", str(logs)], cwd=repo, start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        def started() -> int:  # trials whose sleep is running
+            return sum(1 for log in logs.glob("*.jsonl")
+                       if '"type":"tool_started"' in log.read_text(encoding="utf-8"))
+        while started() < 2 and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.1)
+        assert started() == 2, "both workers are in a trial"
+        os.killpg(proc.pid, signal.SIGINT)
+        _out, err = proc.communicate(timeout=TIMEOUT)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    assert len(list(logs.glob("*.jsonl"))) == 2, "no new trial started after Ctrl-C"
+    assert not marker.exists()
