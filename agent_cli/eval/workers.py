@@ -130,18 +130,19 @@ def run_parallel(specs: list[TrialSpec], jobs: int,
         try:
             while (item := next_spec()) is not None:
                 i, spec = item
-                if worker is None:
-                    worker = _Worker(cwd)
-                    with lock:
-                        workers.append(worker)
                 try:
+                    if worker is None:
+                        worker = _Worker(cwd)
+                        with lock:
+                            workers.append(worker)
                     result = worker.run(spec)
-                except (OSError, EOFError, pickle.UnpicklingError):
-                    code = worker.proc.poll()
-                    result = _died(spec, code)
-                    worker.end(0)
+                except Exception as e:  # the worker died, or never started: fail this trial
+                    code = worker.proc.poll() if worker is not None else None
+                    result = _died(spec, code, e)
+                    if worker is not None:
+                        worker.end(0)
                     worker = None
-                done.put((i, result))
+                done.put((i, result))  # every trial gets a result: the loop below never hangs
         finally:
             if worker is not None:
                 worker.close()
@@ -172,13 +173,14 @@ def run_parallel(specs: list[TrialSpec], jobs: int,
         shutil.rmtree(cwd, ignore_errors=True)
 
 
-def _died(spec: TrialSpec, code: int | None) -> TrialResult:
+def _died(spec: TrialSpec, code: int | None, error: Exception) -> TrialResult:
     from agent_cli.eval.runner import TrialResult
 
-    how = f"with exit code {code}" if code is not None else "without answering"
+    how = (f"ended with exit code {code}" if code is not None
+           else f"did not answer ({type(error).__name__}: {error})")
     return TrialResult(spec.task.id, spec.trial, False,
-                       [f"error: the worker process ended {how} (its error is on stderr); "
-                        "run the suite without --jobs to see it in one process"],
+                       [f"error: the worker process {how}; its error is on stderr. Run the "
+                        "suite without --jobs to see it in one process."],
                        str(spec.log))
 
 

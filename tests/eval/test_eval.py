@@ -430,3 +430,21 @@ answers = "all"
     assert child.exitstatus == 130
     assert not (logs / "sleeps-2.jsonl").exists()  # no further trial started
     assert b'"interrupt"' in log.read_bytes()
+
+
+def test_a_worker_that_dies_fails_its_trials_and_the_suite_ends(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker process that exits at start (here: a program that only exits 3) fails each trial
+    it was given with a sentence; the suite never waits for it."""
+    from agent_cli.config import Settings
+    from agent_cli.eval import workers
+    from agent_cli.eval.runner import plan, run_suite
+
+    monkeypatch.setattr(workers, "worker_command",
+                        lambda: [sys.executable, "-I", "-c", "import sys; sys.exit(3)"])
+    suite = load_tasks(make_suite(tmp_path))
+    specs = plan(suite.tasks[:2], Settings(provider="scripted"), [], 2, tmp_path / "logs")
+    results = run_suite(specs, jobs=2)
+    assert [r.passed for r in results] == [False] * 4
+    for r in results:
+        assert r.failed_checks[0].startswith("error: the worker process"), r.failed_checks
