@@ -212,6 +212,26 @@ class Gate:
                 return Denied(call.id, f"refused by {why}", by="rule")
         return None
 
+    def walk_denial(self, call: Call, path: str) -> str | None:
+        """The first deny rule that refuses `path` as a file this call reaches by itself (a
+        walking tool's search or listing), or None. A rule applies when it would refuse this
+        tool's call with its path arguments naming that file, or a read_file of it: the walk
+        shows what read_file would, so a rule that keeps a file from read_file keeps it from
+        every walk too."""
+        forms = ((call.name, {**call.args, **dict.fromkeys(call.path_args, path)},
+                  call.path_args), ("read_file", {"path": path}, ("path",)))
+        for rule in self.rules:
+            if not rule.args:
+                continue  # a rule over tool names alone refused the call itself already
+            for name, args, path_args in forms:
+                if rule.matches(name, args, path_args=path_args, workspace=call.workspace):
+                    return rule.describe() + (f": {rule.reason}" if rule.reason else "")
+        return None
+
+    def names_paths(self) -> bool:
+        """Whether any deny rule matches an argument (only then can a walk hit one)."""
+        return any(rule.args for rule in self.rules)
+
     def would_ask(self, call: Call) -> bool:
         """True when `decide` would open a panel: a write call no deny rule refuses."""
         read_only = self.read_only() if self.read_only is not None else None

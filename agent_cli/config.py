@@ -203,7 +203,8 @@ class Settings(BaseModel):
     max_tool_calls: int | None = Field(None, ge=1)
     """Tool calls allowed in the whole session; the session ends when they are used up."""
     max_cost_usd: float | None = Field(None, gt=0)
-    """Dollars the session may spend (needs `prices` for the model); it ends when reached."""
+    """Dollars the session may spend, every model counted at its price (the shipped table or
+    `prices`; a model with neither is refused at start and by /model); it ends when reached."""
 
     _config_files: tuple[str, ...] = PrivateAttr(default=())
     """The config files these settings were read from (the user's and any --config FILE): part

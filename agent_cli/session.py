@@ -229,7 +229,7 @@ class Session:
                          limits=limits_of(settings), system=f"{base}\n\n{note}" if note else base,
                          hooks=hooks)
         self.loop.tool_choice = settings.tool_choice
-        self.loop.cost = self.usage.cost
+        self.loop.cost = self.usage.spent  # every model of the session, at its price
         self.loop.sandbox = self.sandbox
         self.loop.effects = self.effects
 
@@ -272,20 +272,16 @@ class Session:
     def _check_scope_settings(self) -> None:
         """A tool choice naming a tool that is not offered, or a cost budget that cannot be
         counted, would fail later or never hold: say so now, in a sentence."""
-        from agent_cli.usage import price_for
-
         choice = self.settings.tool_choice
         if choice not in ("auto", "any", "none") and choice not in self.registry.names() \
                 and not self.settings.mcp.get("servers"):
             raise UsageError(f"--tool-choice {choice}: no tool of that name is offered in this "
                              "session. `agent-cli tools` lists them; check --tools and "
                              "--read-only.")
-        if self.settings.max_cost_usd is not None and \
-                price_for(self.settings.prices, self.provider.model) is None:
-            raise UsageError(f"max_cost_usd is set, but config `prices` has no price for the "
-                             f"model {self.provider.model}, so the cost cannot be counted. Add "
-                             f'[prices."{self.provider.model}"] input = ..., output = ... (USD '
-                             "per million tokens), or use --max-tool-calls instead.")
+        # (the shipped price table counts: usage.py; a /model switch is checked the same way)
+        refused = self.usage.budget_refusal(self.provider.model, self.settings.max_cost_usd)
+        if refused is not None:
+            raise UsageError(refused)
 
     def system_prompt(self) -> str:
         """The configured system prompt, plus the skills' names and descriptions (marked)."""

@@ -23,6 +23,7 @@ from agent_cli.config import default_of
 from agent_cli.conversation import ToolResultBlock, ToolUseBlock, tool_result, use_id
 from agent_cli.errors import ToolFailed, UserInterrupted
 from agent_cli.tools.base import Tool, ToolContext, ToolOutput, canonical_json
+from agent_cli.tools.path_args import path_refusal
 from agent_cli.tools.paths import protected_roots
 from agent_cli.tools.registry import CallRejected, Registry
 
@@ -205,6 +206,13 @@ class CallRunner:
         except CallRejected as e:
             self.emit(ev.ToolInvalid(id=call_id, name=str(name), reason=e.reason))
             return self._result(call_id, str(name), e.reason, True, 0.0)
+        # Before any preview or panel: a yes the path guard would overrule is never asked for.
+        # (A deny rule that matches as well is the reason given: the gate names it below.)
+        refused = path_refusal(call) if self.gate.rule_denial(call) is None else None
+        if refused is not None:
+            denied = Denied(call_id, refused, by="policy")
+            self.emit(approval_event(call, denied))
+            return self._result(call_id, call.name, _denial_text(denied), True, 0.0)
         ctx = self._context(call)
         if call.effect != "read":  # (a read call shows no panel: nothing to add to it)
             extra = dict(call.panel_extra)
@@ -247,6 +255,8 @@ class CallRunner:
                            output_cap=self.limits.output_cap,
                            max_read_bytes=self.limits.max_read_bytes, sandbox=self.sandbox,
                            protected=tuple(protected_roots()),
+                           denied=(lambda path: self.gate.walk_denial(call, path))
+                           if self.gate.names_paths() else None,
                            on_output=lambda text: self.emit(ev.ToolOutputDelta(call.id, text)))
 
     def _preview(self, call: Call, ctx: ToolContext) -> str | None:

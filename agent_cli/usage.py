@@ -5,7 +5,12 @@ request, carried by its notice) under the model that was asked, so a /model swit
 is priced correctly. Prices come from the table shipped in the package (agent_cli/data/models.json,
 the known Claude models) with config `prices` on top (USD per million tokens); the key is the model
 name or a prefix of it ("gpt-4o" prices "gpt-4o-2024-08-06"). Without a price, tokens are shown and
-cost is not: never a guessed number.
+cost is not: never a guessed number. The dollar figure of the models that have a price is still
+shown, with the unpriced models' tokens named beside it.
+
+The cost budget (`max_cost_usd`) counts every model of the session (`spent`), and a model without
+a price can neither start a session under a budget nor be switched to (`budget_refusal`): its
+tokens would not count, and the budget would never trip.
 
 The same table gives each model's context window, so /usage can say how full the context was at
 the last request, from the input the API reported (uncached + cache read + cache write).
@@ -149,32 +154,73 @@ class UsageMeter:
 
     def cost(self, per_model: Mapping[str, Usage] | None = None) -> float | None:
         """USD for these counts, or None when some model with tokens has no price."""
+        counts = self.by_model if per_model is None else per_model
+        if self.unpriced(counts):
+            return None
+        return self.known_cost(counts)
+
+    def known_cost(self, per_model: Mapping[str, Usage] | None = None) -> float:
+        """USD of the models that have a price (all of them, when every model has one)."""
         usd = 0.0
         for model, usage in (self.by_model if per_model is None else per_model).items():
-            if not any(usage.values()):
-                continue
             price = price_for(self.prices, model)
-            if price is None:
-                return None
-            usd += cost_of(usage, price)
+            if price is not None and any(usage.values()):
+                usd += cost_of(usage, price)
         return usd
 
+    def unpriced(self, per_model: Mapping[str, Usage] | None = None) -> list[str]:
+        """The models with tokens in these counts and no price."""
+        return [model for model, usage in (self.by_model if per_model is None
+                                           else per_model).items()
+                if any(usage.values()) and price_for(self.prices, model) is None]
+
+    def spent(self) -> float:
+        """What the session's budget counts: every model's tokens at its price. (Under a budget
+        every model has one: `budget_refusal` keeps the others out.)"""
+        return self.known_cost()
+
+    def budget_refusal(self, model: str, max_cost_usd: float | None) -> str | None:
+        """Why `model` may not be used under the budget (a sentence), or None: a budget is set
+        and neither config `prices` nor the shipped table prices the model."""
+        if max_cost_usd is None or price_for(self.prices, model) is not None:
+            return None
+        return (f"max_cost_usd is set, but there is no price for the model {model}, so its "
+                f'cost could not be counted. Add [prices."{model}"] input = ..., output = ... '
+                "(USD per million tokens) to your config, use a model with a price, or use "
+                "--max-tool-calls instead.")
+
+    def money(self, counts: Mapping[str, Usage] | None = None) -> str:
+        """The dollar figure of these counts (default: the session's), and the unpriced models'
+        tokens beside it: `$0.0123 + 1,200 in / 80 out of X (no price)`."""
+        counts = self.by_model if counts is None else counts
+        parts = [fmt_cost(self.known_cost(counts))]
+        parts += [f"+ {_io(counts[model])} of {model} (no price)"
+                  for model in self.unpriced(counts)]
+        return " ".join(parts)
+
     def turn_line(self) -> str:
-        """The dim line after a turn: this turn's tokens (and cost), then the session's."""
+        """The dim line after a turn: this turn's tokens and cost, then the session's. A model
+        without a price keeps the figure of those that have one, its tokens named beside it."""
         turn: Usage = {}
         for usage in self.last_turn.values():
             _add(turn, usage)
         if not turn:
             return ""
         parts = [f"tokens: {_io(turn)}"]
-        turn_cost = self.cost(self.last_turn)
-        if turn_cost is not None:
-            parts.append(fmt_cost(turn_cost))
+        if self.any_priced(self.last_turn):
+            parts.append(self.money(self.last_turn))
+        elif self.any_priced(self.by_model):
+            parts.append("no price for " + ", ".join(self.unpriced(self.last_turn)))
         session = f"session {_io(self.total())}"
-        total_cost = self.cost()
-        if total_cost is not None:
-            session += f" · {fmt_cost(total_cost)}"
+        if self.any_priced(self.by_model):
+            session += f" · {self.money(self.by_model)}"
         return " · ".join(parts) + "  (" + session + ")"
+
+    def any_priced(self, counts: Mapping[str, Usage] | None = None) -> bool:
+        """Whether some model with tokens in these counts (default: the session's) has a price."""
+        counts = self.by_model if counts is None else counts
+        return any(any(u.values()) and price_for(self.prices, m) is not None
+                   for m, u in counts.items())
 
     def report(self) -> str:
         """What /usage prints: per model, the total, and the cost where prices are known."""
@@ -186,13 +232,12 @@ class UsageMeter:
             cost = fmt_cost(cost_of(usage, price)) if price is not None else "no price configured"
             lines.append(f"{model}: {_io(usage)}{_cache(usage)} · {cost}")
         total = self.total()
-        total_cost = self.cost()
         lines.append(
             f"session: {self.requests} request{'s' if self.requests != 1 else ''}, "
             f"{_io(total)}{_cache(total)}"
-            + (f" · {fmt_cost(total_cost)}" if total_cost is not None else "")
+            + (f" · {self.money(self.by_model)}" if self.any_priced(self.by_model) else "")
         )
-        if total_cost is None:
+        if self.unpriced():
             lines.append("(add [prices.\"MODEL\"] input/output USD per million tokens to your "
                          "config to see cost)")
         ctx = self.context_line()

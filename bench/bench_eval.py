@@ -32,8 +32,8 @@ def run(trials: int, jobs: int, home: Path, logs: Path) -> tuple[float, dict[str
     start = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "agent_cli", "eval", str(SUITE), "--trials",
                            str(trials), "--jobs", str(jobs), "--output", "json", "--log-dir",
-                           str(logs)], capture_output=True, text=True, env=env, cwd=REPO,
-                          timeout=1800, check=False)
+                           str(logs), "--approve-task-answers"], capture_output=True,
+                          text=True, env=env, cwd=REPO, timeout=1800, check=False)
     wall = time.perf_counter() - start
     if not proc.stdout.strip():
         raise SystemExit(f"eval failed: {proc.stderr}")

@@ -1,4 +1,6 @@
-"""list_dir: list a folder inside the workspace (links are shown, never followed)."""
+"""list_dir: list a folder inside the workspace (links are shown, never followed). Entries that
+agent-cli's own state or a config deny rule keeps from the tools are left out, counted
+(agent_cli/tools/walk.py)."""
 
 import os
 import stat
@@ -8,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from agent_cli.errors import PathRefused
 from agent_cli.tools import Tool, ToolContext
 from agent_cli.tools.paths import open_dir, resolve_in_workspace
+from agent_cli.tools.walk import WalkCount, listed
 
 MAX_ENTRIES = 2000
 
@@ -44,15 +47,18 @@ def _describe(name: str, dir_fd: int) -> str:
 def run(args: Args, ctx: ToolContext) -> str:
     real = resolve_in_workspace(ctx.workspace, args.path)
     fd = open_dir(ctx.workspace, real, args.path)
+    count = WalkCount()
     try:
         if not stat.S_ISDIR(os.fstat(fd).st_mode):
             raise PathRefused(f"{args.path!r} is not a folder.")
-        names = sorted(os.listdir(fd))
+        names = listed(ctx, real, sorted(os.listdir(fd)), count)
         lines = [_describe(n, fd) for n in names[:MAX_ENTRIES]]
     finally:
         os.close(fd)
     if len(names) > MAX_ENTRIES:
         lines.append(f"[... {len(names) - MAX_ENTRIES} more entries not shown ...]")
+    if count.note():
+        lines.append(count.note())
     return "\n".join(lines) if lines else "(empty folder)"
 
 

@@ -1,7 +1,9 @@
 """search_text: a regular-expression search over the text files of the workspace.
 
-The walk goes through folder descriptors without following links, and every file is opened
-non-blocking with O_NOFOLLOW, so a link out of the workspace or a FIFO is skipped, never read.
+The walk is the one walk helper's (agent_cli/tools/walk.py): folder descriptors, no link
+followed, and agent-cli's own state and every file a config deny rule keeps from read_file left
+out. Every file is opened non-blocking with O_NOFOLLOW, so a link out of the workspace or a FIFO is
+skipped, never read.
 
 The pattern comes from the model and runs without a panel, so it must not be able to freeze the
 program: a catastrophic pattern such as `(a|aa)+$` backtracks for longer than the universe is old.
@@ -15,9 +17,7 @@ between slices.
 import os
 import stat
 import time
-from collections.abc import Generator
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -27,10 +27,10 @@ from agent_cli.tools.paths import (
     display_path,
     is_protected_file,
     open_file_read,
-    protected_reason,
     read_fd,
     resolve_in_workspace,
 )
+from agent_cli.tools.walk import WalkCount, hidden, walk_files
 
 if TYPE_CHECKING:
     import regex
@@ -126,8 +126,9 @@ def _compile(pattern: str) -> Any:
 def run(args: Args, ctx: ToolContext) -> str:
     search = _Search(_compile(args.pattern), ctx)
     out: list[str] = []
+    count = WalkCount()
     try:
-        full = _search(args, ctx, search, out)
+        full = _search(args, ctx, search, out, count)
     except _Stopped as stop:
         if not stop.timed_out:
             raise KeyboardInterrupt from None  # the loop reports the interrupt
@@ -139,37 +140,34 @@ def run(args: Args, ctx: ToolContext) -> str:
             + (f" Matches found before it stopped:\n{found}" if found else "")) from None
     if full:
         out.append(f"[... stopped at {MAX_MATCHES} matches ...]")
+    if count.note():
+        out.append(count.note())
     return "\n".join(out) if out else "no matches"
 
 
-def _search(args: Args, ctx: ToolContext, search: _Search, out: "list[str]") -> bool:
+def _search(args: Args, ctx: ToolContext, search: _Search, out: "list[str]",
+            count: WalkCount) -> bool:
     real = resolve_in_workspace(ctx.workspace, args.path)
     full = False
     if not real.is_dir():
+        if hidden(ctx, real, count):  # (say, a rule for read_file: the call itself passed)
+            return False
         with open_file_read(ctx.workspace, args.path) as (fd, _st, _real):
             whole = read_fd(fd, MAX_FILE_BYTES)
-        full = search.matches(display_path(ctx.workspace, real), whole, out)
-    else:
-        walker = cast("Generator[tuple[str, list[str], list[str], int], None, None]",
-                      os.fwalk(real, follow_symlinks=False))
-        try:
-            for dirpath, dirnames, filenames, dir_fd in walker:
-                dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS
-                                     and protected_reason(Path(dirpath) / d) is None)
-                for name in sorted(filenames):
-                    if ctx.cancel.is_set():
-                        break
-                    data = _read_at(dir_fd, name)
-                    if data is None:
-                        continue
-                    shown = display_path(ctx.workspace, Path(dirpath) / name)
-                    full = search.matches(shown, data, out)
-                    if full:
-                        break
-                if full or ctx.cancel.is_set():
-                    break
-        finally:
-            walker.close()  # closes the folder descriptors still open, also when stopped
+        return search.matches(display_path(ctx.workspace, real), whole, out)
+    files = walk_files(ctx, real, count, SKIP_DIRS)
+    try:
+        for dir_fd, name, path in files:
+            if ctx.cancel.is_set():
+                break
+            data = _read_at(dir_fd, name)
+            if data is None:
+                continue
+            full = search.matches(display_path(ctx.workspace, path), data, out)
+            if full:
+                break
+    finally:
+        files.close()
     return full
 
 

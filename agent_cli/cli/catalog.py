@@ -25,8 +25,9 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "undo": ("agent_cli.cli.undo", "Restore what approved calls changed: shows the diff it "
              "would apply and asks [y/N]."),
     "eval": ("agent_cli.cli.eval", "Run the tasks of a task file, each in a fresh copy of its "
-             "workspace, through the same loop as a chat, with the task's answers for "
-             "approvals."),
+             "workspace, through the same loop as a chat, with the answers you allow for "
+             "approvals (--approve-task-answers, --answers FILE; otherwise write calls are "
+             "denied)."),
     "trust": ("agent_cli.cli.trust", "Trust plugin, skill or project instruction files as they "
               "are now (after you changed them): shows the whole change since each was last "
               "trusted and asks."),

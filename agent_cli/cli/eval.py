@@ -45,15 +45,28 @@ def register(app: typer.Typer) -> None:
             "--log-dir", metavar="DIR",
             help="Where the trials' session logs go (default: a new eval-* folder in the "
             "sessions folder).")] = None,
+        answers: Annotated[Optional[Path], typer.Option(  # noqa: UP045 (typer needs Optional)
+            "--answers", metavar="FILE",
+            help="Your answers to the approval questions, by task id: a TOML file of "
+            'TASK_ID = "all" | "none" | ["y", "n use ./tmp"] ("*" for the other tasks). '
+            "Replaces the task file's own answers.")] = None,
+        approve_task_answers: Annotated[bool, typer.Option(
+            "--approve-task-answers",
+            help="Use the answers written in the task file. Without this (or --answers), a "
+            "task file's answers are ignored: it may come from someone else. A call that asks "
+            "for the network is never approved either way.")] = False,
     ) -> None:
         """Run the tasks of a task file, each in a fresh copy of its workspace, through the same
-        loop as a chat, with the task's answers for approvals. Check the files left, the calls
+        loop as a chat, with the answers you allow for approvals (--approve-task-answers,
+        --answers FILE; otherwise write calls are denied). Check the files left, the calls
         approved and run, the answer, requests and cost. Every trial's log is kept."""
         from rich.console import Console
 
+        from agent_cli.eval.answers import AnswerSource, apply_answers
         from agent_cli.eval.report import all_passed, build_report, text_lines
         from agent_cli.eval.runner import plan, run_suite
         from agent_cli.eval.tasks import load_tasks
+        from agent_cli.ui.safe_rich import safe
 
         if output not in ("text", "json"):
             raise fail("--output must be text or json.", EXIT_USAGE)
@@ -62,9 +75,12 @@ def register(app: typer.Typer) -> None:
                        "drop --workspace and --log (use --log-dir DIR for the logs).",
                        EXIT_USAGE)
         suite = load_tasks(tasks_file)
+        note = apply_answers(suite, AnswerSource(approve_task_answers, answers))
         folder = log_dir if log_dir is not None else _default_log_dir(common)
         specs = plan(suite.tasks, common.settings(), common.tools_dir, trials, folder.resolve())
         err = Console(stderr=True, highlight=False)
+        if note is not None:
+            err.print(safe(note, "yellow"), soft_wrap=True)
         with _Progress(err, len(specs)) as progress:
             results = run_suite(specs, jobs=jobs, on_done=progress.advance)
         report = build_report([t.id for t in suite.tasks], results, trials)
@@ -72,8 +88,6 @@ def register(app: typer.Typer) -> None:
             sys.stdout.write(json.dumps(report, indent=2, ensure_ascii=True) + "\n")
             sys.stdout.flush()
         else:
-            from agent_cli.ui.safe_rich import safe
-
             out = Console(highlight=False)
             for style, line in text_lines(report):
                 out.print(safe(line, style), soft_wrap=True)

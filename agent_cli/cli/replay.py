@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 if TYPE_CHECKING:
+    from rich.console import Console
 
-
-    pass
+    from agent_cli.log.verify import VerifyResult
 
 EXIT_OK = 0
 EXIT_DRIFT = 1
@@ -84,7 +84,8 @@ def register(app: typer.Typer) -> None:
         on_bad = bad_line_reporter(err)
         if output == "jsonl" and span is None and not tools_only:
             raise typer.Exit(replay_jsonl(log_file, err, on_bad))
-        warn_if_chain_fails(log_file, err)
+        checked = _checked(log_file)
+        warn_if_chain_fails(log_file, err, checked[0] if checked is not None else None)
         if span is not None:
             total = rp.count_turns(log_file)
             if span[0] > total:
@@ -107,10 +108,35 @@ def register(app: typer.Typer) -> None:
         else:
             from agent_cli.ui.views.replay import TextView
 
-            view = TextView(Console(highlight=False), log_file)
+            out = Console(highlight=False)
+            if checked is not None:
+                _signature_banner(out, *checked)
+            view = TextView(out, log_file)
         rp.show(log_file, view, turns=span, tools_only=tools_only, on_bad=on_bad)
         sys.stdout.flush()
         raise typer.Exit(EXIT_OK)
+
+    def _checked(log_file: Path) -> "tuple[VerifyResult, bytes | None] | None":
+        """The log verified once with this user's key (None when it cannot be read)."""
+        from agent_cli.errors import LogError
+        from agent_cli.log.keys import log_key
+        from agent_cli.log.verify import verify
+
+        try:
+            key = log_key(create=False)
+            return verify(log_file, key=key), key
+        except LogError:
+            return None
+
+    def _signature_banner(out: "Console", result: "VerifyResult", key: bytes | None) -> None:
+        """The replay's first line: whose key signed the whole file (log/trust.signature, the
+        claim the HTML export's header makes too)."""
+        from agent_cli.log.trust import signature
+        from agent_cli.ui.safe_rich import safe
+
+        signed = signature(result, key)
+        out.print(safe(signed.sentence[0].upper() + signed.sentence[1:] + ".",
+                       "dim" if signed.throughout else "bold yellow"), soft_wrap=True)
 
     def _rerun(common: Common, log: Path, reuse: bool) -> int:
         from rich.console import Console

@@ -4,9 +4,9 @@ log; then the checks. A suite runs its trials serially or in a bounded pool of p
 results are put back in (task, trial) order, so both give the same report.
 
 Each trial is a separate session in a separate folder: nothing one trial does can change what
-another sees. The pool never forks the main process, so a worker starts from a clean
-interpreter rather than a fork of a process that has threads (the progress bar's): forkserver
-where the platform has it, spawn elsewhere.
+another sees. Parallel trials run in worker processes started isolated (eval/workers.py): a
+fresh `python -I` in a neutral folder, never a fork of this process, and never with the current
+folder (a cloned benchmark's) on sys.path.
 """
 
 from __future__ import annotations
@@ -60,17 +60,27 @@ class TrialResult:
 
 
 class EvalApprover:
-    """The task's `answers` stand in for the person at the prompt. Its decisions are recorded
-    with by="policy"; TaskTagger adds the task id and the answer to each one it made."""
+    """The task's `answers` (as the command line allowed them: eval/answers.py) stand in for the
+    person at the prompt, except for a call that asks for the network, which no answer approves.
+    Its decisions are recorded with by="policy"; TaskTagger adds the task id and the answer to
+    each one it made."""
 
-    def __init__(self, task: Task) -> None:
+    def __init__(self, task: Task, settings: Settings | None = None) -> None:
         self.task = task
+        self.settings = settings
+        """The trial's settings: which MCP servers reach the network."""
         self.queue = list(task.answers) if isinstance(task.answers, list) else None
         self.made: dict[str, str] = {}
         """call id -> the reason recorded with the decision."""
 
     def decide(self, request: Call) -> Decision:
+        from agent_cli.eval.answers import NETWORK_REFUSAL, asks_network
+
         where = f"eval task {self.task.id}"
+        if asks_network(request, self.settings):
+            reason = f"{where}: {NETWORK_REFUSAL}"
+            self.made[request.id] = reason
+            return Denied(request.id, reason, by="policy")
         if self.queue is None:
             ok = self.task.answers == "all"
             reason = f"{where}: answers = \"{self.task.answers}\""
@@ -165,7 +175,7 @@ def _drive(spec: TrialSpec, workspace: Path, record: TrialRecord) -> list[str]:
     from agent_cli.session import Session
 
     task = spec.task
-    approver = EvalApprover(task)
+    approver = EvalApprover(task, spec.settings)
     spec.log.parent.mkdir(parents=True, exist_ok=True)
     session = Session.create(trial_settings(spec), workspace=workspace.resolve(),
                              approver=approver, sinks=[record], tools_dirs=spec.tools_dirs,
@@ -196,44 +206,23 @@ def _drive(spec: TrialSpec, workspace: Path, record: TrialRecord) -> list[str]:
 
 def run_suite(specs: list[TrialSpec], jobs: int = 1,
               on_done: Callable[[TrialResult], None] | None = None) -> list[TrialResult]:
-    """All trials, at most `jobs` at a time; results in the order of `specs` whatever order they
-    finished in."""
+    """All trials, at most `jobs` at a time (each in an isolated worker process:
+    eval/workers.py); results in the order of `specs` whatever order they finished in."""
     results: dict[int, TrialResult] = {}
+
+    def finished(i: int, result: TrialResult) -> None:
+        results[i] = result
+        if on_done is not None:
+            on_done(result)
+
     if jobs <= 1 or len(specs) <= 1:
         for i, spec in enumerate(specs):
-            results[i] = run_trial(spec)
-            if on_done is not None:
-                on_done(results[i])
+            finished(i, run_trial(spec))
     else:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor, as_completed
+        from agent_cli.eval.workers import run_parallel
 
-        ctx = _pool_context(multiprocessing)
-        pool = ProcessPoolExecutor(max_workers=min(jobs, len(specs)), mp_context=ctx)
-        try:
-            futures = {pool.submit(run_trial, spec): i for i, spec in enumerate(specs)}
-            for fut in as_completed(futures):
-                i = futures[fut]
-                results[i] = fut.result()
-                if on_done is not None:
-                    on_done(results[i])
-        except BaseException:
-            # Ctrl-C (or a broken worker): no new trial starts; running ones end with the pool.
-            pool.shutdown(wait=True, cancel_futures=True)
-            raise
-        pool.shutdown(wait=True)
+        run_parallel(specs, jobs, finished)
     return [results[i] for i in range(len(specs))]
-
-
-def _pool_context(mp: Any) -> Any:
-    """forkserver where there is one (Linux, macOS): one clean process imports agent-cli once and
-    every worker forks from it, so N workers do not each pay the imports; spawn elsewhere. Never
-    a plain fork of this process, which may have threads (the progress bar's)."""
-    if "forkserver" in mp.get_all_start_methods():
-        ctx = mp.get_context("forkserver")
-        ctx.set_forkserver_preload(["agent_cli.session", "agent_cli.eval.runner"])
-        return ctx
-    return mp.get_context("spawn")
 
 
 def plan(tasks: list[Task], settings: Settings, tools_dirs: list[Path], trials: int,
@@ -242,7 +231,9 @@ def plan(tasks: list[Task], settings: Settings, tools_dirs: list[Path], trials: 
     folder that already holds one of them is refused: a trial's log must be its own alone."""
     from agent_cli.errors import UsageError
 
-    specs = [TrialSpec(task, n, settings, list(tools_dirs), log_dir / f"{task.id}-{n}.jsonl")
+    # Absolute: a worker runs in a neutral current folder, not this one.
+    folders = [Path(d).expanduser().absolute() for d in tools_dirs]
+    specs = [TrialSpec(task, n, settings, folders, log_dir / f"{task.id}-{n}.jsonl")
              for task in tasks for n in range(1, trials + 1)]
     taken = [s.log.name for s in specs if s.log.exists()]
     if taken:

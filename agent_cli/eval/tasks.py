@@ -1,8 +1,12 @@
 """The task file (TOML): one pydantic model is the shape, the validation and the error sentences.
 
 Paths in a task file (`workspace`, `script`) are relative to the task file, never to the current
-folder, so a suite runs the same from anywhere. File checks name paths inside the trial's
-workspace; they may not leave it.
+folder, so a suite runs the same from anywhere; and they stay inside the task file's folder,
+checked by the one path guard (tools/paths.py: `..`, absolute paths elsewhere and links that leave
+are refused), because a task file may come from someone else and its workspace is copied into
+every trial, where the model reads it. File checks name paths inside the trial's workspace; they
+may not leave it. Whether a task's `answers` are used is decided by the command line
+(eval/answers.py).
 """
 
 from __future__ import annotations
@@ -10,12 +14,18 @@ from __future__ import annotations
 import re
 import tomllib
 from pathlib import Path, PurePosixPath
-from typing import Any, Literal
+from typing import Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from agent_cli.approval import DenyRule
-from agent_cli.errors import UsageError
+from agent_cli.errors import PathRefused, UsageError
+
+AnswerSpec: TypeAlias = Literal["all", "none"] | list[str]
+"""The forms of a task's answers (a task file's `answers`, a value of `--answers FILE`)."""
+
+MAX_INPUT_BYTES = 4 << 20
+"""The most of a task file (or an answers file) that is read."""
 
 TASK_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 """Task ids name log files, so they stay plain."""
@@ -84,10 +94,11 @@ class Task(BaseModel):
     configured provider and model."""
     model: str | None = None
     """Model name for this task (default: the configured one)."""
-    answers: Literal["all", "none"] | list[str] = "none"
+    answers: AnswerSpec = "none"
     """Approvals: "all" approves every write call, "none" denies them all, a list answers in
     order as typed at the prompt ("y", "n use ./tmp"); calls past the end of the list are
-    denied."""
+    denied. Used only when the command line allows it (eval/answers.py); a network call is
+    never approved by it."""
     tools: list[str] | None = None
     """Only these tools are offered (names or globs); default: every loaded tool."""
     read_only: bool = False
@@ -201,16 +212,43 @@ def _explain(err: Any) -> str:
     return msg.removeprefix("Value error, ")
 
 
-def load_tasks(path: Path) -> TaskFile:
-    """Read and validate a task file; paths become absolute (next to the file). Every problem
-    is one sentence naming the task and field."""
+def read_input(path: Path, what: str = "task file") -> bytes:
+    """The bytes of a file the eval acts on (the task file, an answers file): the one place it
+    is read, so it can move to the product's one gate for such files. A regular file only (a
+    FIFO or a device is refused, never waited on), read up to MAX_INPUT_BYTES."""
+    import os
+    import stat
+
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
-        with open(path, "rb") as f:
-            data = tomllib.load(f)
+        fd = os.open(path, flags)
     except FileNotFoundError:
-        raise UsageError(f"Task file {path} not found.") from None
-    except IsADirectoryError:
-        raise UsageError(f"{path} is a folder; give the task file (TOML).") from None
+        raise UsageError(f"{what.capitalize()} {path} not found.") from None
+    except OSError as e:
+        raise UsageError(f"{what.capitalize()} {path} cannot be read ({e.strerror}).") from None
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise UsageError(f"{path} is a folder; give the {what} (TOML).")
+        if not stat.S_ISREG(st.st_mode):
+            raise UsageError(f"{path} is not a regular file; give the {what} (TOML).")
+        if st.st_size > MAX_INPUT_BYTES:
+            raise UsageError(f"{what.capitalize()} {path} is larger than "
+                             f"{MAX_INPUT_BYTES >> 20} MB; refused.")
+        with os.fdopen(os.dup(fd), "rb") as f:
+            return f.read(MAX_INPUT_BYTES + 1)[:MAX_INPUT_BYTES]
+    finally:
+        os.close(fd)
+
+
+def load_tasks(path: Path) -> TaskFile:
+    """Read and validate a task file; paths become absolute real paths inside the task file's
+    folder. Every problem is one sentence naming the task and field."""
+    raw = read_input(path)
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise UsageError(f"Task file {path} is not UTF-8 text.") from None
     except tomllib.TOMLDecodeError as e:
         raise UsageError(f"Task file {path} is not valid TOML: {e}.") from None
     try:
@@ -228,16 +266,28 @@ def load_tasks(path: Path) -> TaskFile:
             seen.add(where)
             lines.append(f"- {where}: {_explain(err)}.")
         raise UsageError("\n".join(lines)) from None
-    base = path.resolve().parent
+    # The folder the task file was named in (not where a link to it leads).
+    base = path.absolute().parent
     for task in suite.tasks:
         if task.workspace is not None:
-            task.workspace = (base / task.workspace).resolve()
+            task.workspace = _inside_base(base, task, "workspace", task.workspace)
             if not task.workspace.is_dir():
                 raise UsageError(f"Task {task.id!r}: workspace {task.workspace} is not a "
                                  "folder (paths are relative to the task file).")
         if task.script is not None:
-            task.script = (base / task.script).resolve()
+            task.script = _inside_base(base, task, "script", task.script)
             if not task.script.is_file():
                 raise UsageError(f"Task {task.id!r}: script {task.script} is not a file "
                                  "(paths are relative to the task file).")
     return suite
+
+
+def _inside_base(base: Path, task: Task, field: str, given: Path) -> Path:
+    """`given` resolved by the path guard with the task file's folder as its root."""
+    from agent_cli.tools.paths import resolve_in_workspace
+
+    try:
+        return resolve_in_workspace(base, str(given))
+    except PathRefused as e:
+        raise UsageError(f"Task {task.id!r}: {field} {str(given)!r} is refused: {e} A task's "
+                         f"{field} must be inside the task file's folder ({base}).") from None

@@ -28,12 +28,11 @@ from agent_cli.calls import Call, call_of
 from agent_cli.diff_lines import line_kind
 from agent_cli.errors import LogError
 from agent_cli.log.html_text import markdown, text
-from agent_cli.log.keys import key_id, log_key
-from agent_cli.log.reader import BadLine, read_records
+from agent_cli.log.keys import log_key
 from agent_cli.log.show import show, when
 from agent_cli.log.verify import verify
 from agent_cli.safe_text import one_line
-from agent_cli.usage import UsageMeter, fmt_cost
+from agent_cli.usage import UsageMeter
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'"
 CALL_LINE = 300
@@ -139,35 +138,28 @@ class Integrity:
     verdict: str
     signature: str
     warnings: list[str] = field(default_factory=list)
+    signed_throughout: bool = False
+    """Every session of the file is signed with this user's log key (log/trust.signature)."""
 
 
 def check_integrity(path: Path) -> Integrity:
-    """verify.verify (hash chain, seq, MACs when signed by this user's key) plus the key
-    check: signed by this user's log key, by another key, or not at all."""
+    """verify.verify (hash chain, seq, MACs of the sessions signed by this user's key) and the
+    signature claim over the whole file (log/trust.signature: "signed throughout" only when
+    every session is signed with this user's key)."""
+    from agent_cli.log.trust import signature
+
     try:
-        result = verify(path)
+        key = log_key(create=False)
+        result = verify(path, key=key)
     except LogError as e:
         return Integrity(False, f"could not be checked: {e}", "unknown")
-    kid: str | None = None
-    for _lineno, rec in read_records(path):
-        if not isinstance(rec, BadLine) and rec.get("type") == "session_start":
-            raw = rec.get("key_id")
-            kid = raw if isinstance(raw, str) else None
-            break
-    local = log_key(create=False)
-    if kid is None:
-        signature = "not signed: the log carries no key id, so only its hash chain was checked"
-    elif local is not None and key_id(local) == kid:
-        signature = (f"signed with this user's log key (id {kid}); every record's MAC was "
-                     "checked")
-    else:
-        signature = (f"signed with another log key (id {kid}), not this user's: only the hash "
-                     "chain was checked")
     if result.ok:
         verdict = f"hash chain intact: {result.count} events (head {result.head[:16]}…)"
     else:
         verdict = f"hash chain BROKEN: {result.fault}"
-    return Integrity(result.ok, verdict, signature, list(result.warnings))
+    signed = signature(result, key)
+    return Integrity(result.ok, verdict, signed.sentence, list(result.warnings),
+                     signed.throughout)
 
 
 def _value_text(value: Any) -> str:
@@ -370,17 +362,17 @@ class HtmlView:
         if self.last_ts is not None:
             meta.append(("last event", when(self.last_ts)))
         total = self.usage.total()
-        cost = self.usage.cost()
         usage = (f"{self.usage.requests} model requests · {total.get('input_tokens', 0):,} in / "
                  f"{total.get('output_tokens', 0):,} out tokens · "
-                 + (fmt_cost(cost) if cost is not None else "cost unknown (no price configured "
-                    "for this model)"))
+                 + (self.usage.money() if self.usage.any_priced() or not self.usage.unpriced()
+                    else "cost unknown (no price "
+                    "configured for this model)"))
         meta.append(("usage", usage))
         meta.append(("log file", str(self.log_path)))
         rows = "".join(f"<dt>{text(k)}</dt><dd>{text(v)}</dd>" for k, v in meta)
         ig = self.integrity
         warnings = "".join(f"<li>{text(w)}</li>" for w in ig.warnings)
-        integrity = (f'<div class="verify{"" if ig.ok else " bad"}">'
+        integrity = (f'<div class="verify{"" if ig.ok and ig.signed_throughout else " bad"}">'
                      f'<div class="verdict">log verify at export: {text(ig.verdict)}</div>'
                      f"<div>{text(ig.signature)}</div>"
                      + (f"<ul>{warnings}</ul>" if warnings else "") + "</div>")

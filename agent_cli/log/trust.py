@@ -39,7 +39,7 @@ from agent_cli.errors import LogError
 if TYPE_CHECKING:
     from agent_cli.log.verify import VerifyResult
 
-__all__ = ["LogTrust", "check_trust", "judge", "trusted_copy"]
+__all__ = ["LogTrust", "Signature", "check_trust", "judge", "signature", "trusted_copy"]
 
 
 @dataclass(frozen=True)
@@ -101,6 +101,52 @@ def judge(result: VerifyResult) -> LogTrust:
                         result.count, problems=problems)
     return LogTrust(True, f"every one of its {result.count} records is signed with this user's "
                           "log key and the chain is intact.", result.count, result.head)
+
+
+@dataclass(frozen=True)
+class Signature:
+    """Whose key signed a log, over the whole file: what a log's reader is told (the HTML
+    export's header, `replay`'s banner). One answer for every place that says it."""
+
+    throughout: bool
+    """Every session of the file is signed with this user's log key, on a chain that verifies
+    to the end (so every record's MAC was checked)."""
+    sentence: str
+    """What to show: the claim, or which sessions break it."""
+
+
+def signature(result: VerifyResult, key: bytes | None) -> Signature:
+    """The signature claim of a finished `verify(path, key=key)` run (`key`: the one it checked
+    the MACs with; None when this user has none). Counted over every session verify read, so
+    one unsigned or foreign session anywhere in the file withdraws "signed throughout"."""
+    from agent_cli.log.keys import key_id
+
+    if result.fault is not None:
+        return Signature(False, "no signature is claimed: the chain does not verify to the end "
+                                "of the file, so what follows the fault was not checked")
+    if result.sessions == 0:
+        return Signature(False, "not signed: the file holds no session")
+    if key is None:
+        return Signature(False, "not checked against a key: there is no log key on this "
+                                "machine, so only the hash chain was checked")
+    kid = key_id(key)
+    n = result.sessions
+    if not result.unsigned:
+        both = "its one session" if n == 1 else f"all {n} sessions"
+        return Signature(True, f"signed with this user's log key (id {kid}) throughout: {both}, "
+                               "every record's MAC checked")
+    bad = len(result.unsigned)
+    which = "; ".join(f"line {line}: " + (f"signed with another log key (id {other})" if other
+                                           else "carries no key id")
+                      for line, other in result.unsigned[:3])
+    more = f"; and {bad - 3} more" if bad > 3 else ""
+    if bad == n:
+        return Signature(False, f"not signed with this user's log key (id {kid}): {which}{more}; "
+                                "only the hash chain was checked")
+    verb = "is" if bad == 1 else "are"
+    return Signature(False, f"NOT signed throughout: {bad} of its {n} sessions {verb} not signed "
+                            f"with this user's log key (id {kid}) ({which}{more}); only their "
+                            "hash chain was checked")
 
 
 @contextmanager

@@ -107,6 +107,12 @@ class VerifyResult:
     split: bool = False
     """The log's second half was checked by a second process at the same time, and that check
     was used (verify_split.py)."""
+    sessions: int = 0
+    """Sessions (session_start records) checked."""
+    unsigned: list[tuple[int, str | None]] = field(default_factory=list)
+    """Every session checked that is not signed with the key checked: (its line, the key id it
+    carries, None for none). What "signed throughout" is decided on (log/trust.signature), over
+    the whole file, never from its first session."""
 
     @property
     def ok(self) -> bool:
@@ -337,7 +343,9 @@ def _check(res: VerifyResult, chain: Chain, keys: Keys,
         if kind == "session_start":
             kid = rec.get("key_id")
             signed = local is not None and kid == local_id
+            res.sessions += 1
             if not signed:
+                res.unsigned.append((lineno, kid if type(kid) is str else None))
                 res.warnings.append(
                     f"line {lineno}: this session was signed with another log key (id {kid}); "
                     "only its hash chain was checked" if kid else

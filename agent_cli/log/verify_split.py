@@ -63,7 +63,8 @@ class Outcome:
     def __init__(self, usable: bool, anchor: tuple[str, int] = ("", 0), signed: bool = False,
                  needed: set[str] | None = None, count: int = 0, head: str = "",
                  expected: int = 0, last_type: Any = "", warnings: list[str] | None = None,
-                 start: int = 0, stop: int = 0) -> None:
+                 start: int = 0, stop: int = 0, sessions: int = 0,
+                 unsigned: list[tuple[int, str | None]] | None = None) -> None:
         self.usable = usable
         self.anchor = anchor
         """The anchor's hash and seq."""
@@ -78,6 +79,9 @@ class Outcome:
         self.start = start
         self.stop = stop
         """start..stop: the bytes of the lines it checked, after the anchor."""
+        self.sessions = sessions
+        self.unsigned = unsigned if unsigned is not None else []
+        """The sessions it found after the anchor (VerifyResult.sessions, .unsigned)."""
 
 
 class Half:
@@ -104,6 +108,8 @@ class Half:
             self._sink.span(self._f, outcome.start, outcome.stop)
         res.count += outcome.count
         res.warnings.extend(outcome.warnings)
+        res.sessions += outcome.sessions
+        res.unsigned.extend(outcome.unsigned)
         res.split = True
         if outcome.count:
             chain.prev_hash, chain.expected = outcome.head, outcome.expected
@@ -231,7 +237,7 @@ def _second_half(fd: int, path: Path, cut: int, anchor: int, keys: Keys,
     return Outcome(usable=usable, anchor=(rec["hash"], rec["seq"]), signed=signed,
                    needed=chain.needed, count=res.count, head=chain.prev_hash,
                    expected=chain.expected, last_type=chain.last_type, warnings=res.warnings,
-                   start=begin, stop=f.tell())
+                   start=begin, stop=f.tell(), sessions=res.sessions, unsigned=res.unsigned)
 
 
 class _Verbatim:

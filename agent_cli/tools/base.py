@@ -59,6 +59,11 @@ class ToolContext:
     read or write. The path guard (tools/paths.py) already refuses them to every tool that
     resolves paths through it; a tool that reaches files another way (its own os.walk) must
     skip these itself."""
+    denied: Callable[[str], str | None] | None = None
+    """The config deny rules as they apply to one file this call reaches on its own (a walk):
+    given the file's path, the rule that refuses it, else None (None: no rule names paths).
+    tools/walk.py applies it, with the protected state, to every file a walking tool opens or
+    lists, so `path = "secrets/*"` hides secrets/ from search_text(".") as from read_file."""
 
 
 @dataclass

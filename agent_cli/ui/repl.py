@@ -206,6 +206,9 @@ def cmd_model(session: Session, arg: str) -> RenderableType | None:
                              (" (/model NAME switches)", "dim"))
     if len(name.split()) != 1 or len(name) > 200:
         return Text("Usage: /model NAME (one word, e.g. /model claude-sonnet-5-5)", style="yellow")
+    refused = session.usage.budget_refusal(name, session.loop.limits.max_cost_usd)
+    if refused is not None:  # its tokens would not count: the budget could never trip
+        return safe(f"Not switched: {refused}", "yellow")
     old = session.provider.model
     session.provider.model = name
     # the notice is logged and shown by the renderer; nothing more to print

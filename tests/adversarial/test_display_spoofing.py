@@ -67,8 +67,14 @@ def test_payload_in_path_argument(harness: Harness, name: str) -> None:
     payload = PAYLOADS[name]
     path = f"docs/{payload}.md"
     o = harness.run([calls(use("write_file", {"path": path, "content": "hi\n"})), done()], ["n"])
-    assert o.panels == 1
     assert_terminal_clean(o.terminal)
+    if "\x00" in payload:  # the path guard refuses a NUL before any panel (test_prepanel_paths)
+        assert o.panels == 0 and "NUL byte" in o.shown
+        [result] = o.sent_back(1)
+        assert result["is_error"] is True and "path guard" in result["content"]
+        assert o.disk_changes() == {}
+        return
+    assert o.panels == 1
     assert_shown_as_tokens(o.terminal, payload)
     assert WARNING in o.shown
     _denied_write(o)

@@ -117,10 +117,12 @@ def test_max_cost_usd_ends_the_session_with_exit_8(tmp_path: Path) -> None:
 
 
 def test_a_cost_budget_that_cannot_be_counted_is_refused(tmp_path: Path) -> None:
-    proc = run_cli(["--workspace", str(tmp_path), "--max-cost-usd", "1", "go"], None)
+    """(The default model has a price in the shipped table: tests/adversarial/test_budget_cost.)"""
+    proc = run_cli(["--workspace", str(tmp_path), "--max-cost-usd", "1", "--model",
+                    "unpriced-model", "go"], None)
     no_traceback(proc)
     assert proc.returncode == 2
-    assert "config `prices` has no price for the model" in " ".join(proc.stderr.split())
+    assert "there is no price for the model unpriced-model" in " ".join(proc.stderr.split())
 
 
 def test_the_repl_ends_when_the_budget_is_spent(tmp_path: Path) -> None:

@@ -109,7 +109,9 @@ def make_suite(root: Path, tasks: str = TASKS,
 
 
 def run_json(tasks: Path, logs: Path, *extra: str) -> tuple[int, dict[str, Any], str]:
-    proc = agent("eval", str(tasks), "--output", "json", "--log-dir", str(logs), *extra)
+    """These suites are the user's own: their answers are used (--approve-task-answers)."""
+    proc = agent("eval", str(tasks), "--output", "json", "--log-dir", str(logs),
+                 "--approve-task-answers", *extra)
     assert proc.stdout.strip(), proc.stderr
     return proc.returncode, json.loads(proc.stdout), proc.stderr
 
@@ -211,7 +213,8 @@ def test_parallel_equals_serial(serial_run: tuple[int, dict[str, Any], Path],
 def test_all_passing_suite_exits_0_and_text_report(tmp_path: Path) -> None:
     one = TASKS.split("[[tasks]]")[1]
     tasks = make_suite(tmp_path, "[[tasks]]" + one)
-    proc = agent("eval", str(tasks), "--trials", "3", "--log-dir", str(tmp_path / "logs"))
+    proc = agent("eval", str(tasks), "--trials", "3", "--log-dir", str(tmp_path / "logs"),
+                 "--approve-task-answers")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "passes: 3/3 passed" in proc.stdout
     assert "pass^3 1.00" in proc.stdout
@@ -356,7 +359,7 @@ def test_progress_bar_goes_to_stderr_on_a_terminal(tmp_path: Path) -> None:
     tasks = make_suite(tmp_path)
     out = tmp_path / "report.json"
     cmd = (f"{sys.executable} -m agent_cli eval {tasks} --trials 2 --output json "
-           f"--log-dir {tmp_path / 'logs'} > {out}")
+           f"--approve-task-answers --log-dir {tmp_path / 'logs'} > {out}")
     child = pexpect.spawn("bash", ["-c", cmd], cwd=str(REPO), env=dict(os.environ),
                           encoding="utf-8", timeout=TIMEOUT, dimensions=(24, 100))
     child.expect(r"eval.*\d+/10")  # the bar, on the terminal (stderr)
@@ -412,7 +415,7 @@ answers = "all"
 """, {"sleeps": sleeper})
     logs = tmp_path / "logs"
     child = pexpect.spawn(sys.executable, ["-m", "agent_cli", "eval", str(tasks), "--trials", "3",
-                                           "--log-dir", str(logs)],
+                                           "--approve-task-answers", "--log-dir", str(logs)],
                           cwd=str(REPO), env=dict(os.environ), encoding="utf-8",
                           timeout=TIMEOUT, dimensions=(24, 100))
     child.expect(r"eval.*0/3")
@@ -427,3 +430,21 @@ answers = "all"
     assert child.exitstatus == 130
     assert not (logs / "sleeps-2.jsonl").exists()  # no further trial started
     assert b'"interrupt"' in log.read_bytes()
+
+
+def test_a_worker_that_dies_fails_its_trials_and_the_suite_ends(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker process that exits at start (here: a program that only exits 3) fails each trial
+    it was given with a sentence; the suite never waits for it."""
+    from agent_cli.config import Settings
+    from agent_cli.eval import workers
+    from agent_cli.eval.runner import plan, run_suite
+
+    monkeypatch.setattr(workers, "worker_command",
+                        lambda: [sys.executable, "-I", "-c", "import sys; sys.exit(3)"])
+    suite = load_tasks(make_suite(tmp_path))
+    specs = plan(suite.tasks[:2], Settings(provider="scripted"), [], 2, tmp_path / "logs")
+    results = run_suite(specs, jobs=2)
+    assert [r.passed for r in results] == [False] * 4
+    for r in results:
+        assert r.failed_checks[0].startswith("error: the worker process"), r.failed_checks
