@@ -213,32 +213,18 @@ def _explain(err: Any) -> str:
 
 
 def read_input(path: Path, what: str = "task file") -> bytes:
-    """The bytes of a file the eval acts on (the task file, an answers file): the one place it
-    is read, so it can move to the product's one gate for such files. A regular file only (a
-    FIFO or a device is refused, never waited on), read up to MAX_INPUT_BYTES."""
-    import os
-    import stat
+    """The bytes of a file the eval acts on (the task file, an answers file), read through the
+    product's one gate for such files (agent_cli/trusted_input.py): named as given, never
+    through a link, a regular file only (a FIFO or a device is refused, never waited on), never
+    agent-cli's own state, at most MAX_INPUT_BYTES. A refusal is a usage error (exit 2)."""
+    from agent_cli.trusted_input import InputRefused, open_trusted_text
 
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    where = Path(path).expanduser().absolute()
     try:
-        fd = os.open(path, flags)
-    except FileNotFoundError:
-        raise UsageError(f"{what.capitalize()} {path} not found.") from None
-    except OSError as e:
-        raise UsageError(f"{what.capitalize()} {path} cannot be read ({e.strerror}).") from None
-    try:
-        st = os.fstat(fd)
-        if stat.S_ISDIR(st.st_mode):
-            raise UsageError(f"{path} is a folder; give the {what} (TOML).")
-        if not stat.S_ISREG(st.st_mode):
-            raise UsageError(f"{path} is not a regular file; give the {what} (TOML).")
-        if st.st_size > MAX_INPUT_BYTES:
-            raise UsageError(f"{what.capitalize()} {path} is larger than "
-                             f"{MAX_INPUT_BYTES >> 20} MB; refused.")
-        with os.fdopen(os.dup(fd), "rb") as f:
-            return f.read(MAX_INPUT_BYTES + 1)[:MAX_INPUT_BYTES]
-    finally:
-        os.close(fd)
+        return open_trusted_text(where.parent, where.name, max_bytes=MAX_INPUT_BYTES,
+                                 what=what).data
+    except InputRefused as e:
+        raise UsageError(str(e)) from None
 
 
 def load_tasks(path: Path) -> TaskFile:
