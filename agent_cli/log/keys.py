@@ -70,18 +70,12 @@ def log_key(create: bool = False) -> bytes | None:
         return None
     import secrets
 
-    private_dir(path.parent)
-    tmp = path.with_name(f".{KEY_FILE}.{secrets.token_hex(4)}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w", encoding="ascii") as f:
-        f.write(secrets.token_hex(32) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
-    try:
-        os.link(tmp, path)  # atomic: whoever links first wins, the other reads theirs
-    except FileExistsError:
-        pass
-    finally:
-        tmp.unlink()
-    return log_key(create=False)
+    from agent_cli.write_faults import write_atomic, writing
 
+    with writing(path.parent, "agent-cli's data folder"):
+        private_dir(path.parent)
+    # Whole or not at all, and no temporary file left on any failure (a full disk, say);
+    # linked, not renamed, into place: whoever links first wins, the other reads theirs.
+    write_atomic(path, (secrets.token_hex(32) + "\n").encode("ascii"), what="the log key",
+                 exclusive=True)
+    return log_key(create=False)
