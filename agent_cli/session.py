@@ -343,10 +343,15 @@ class Session:
     def start(self) -> None:
         tools = [ev.ToolInfo(name=t.name, effect=t.effect, source=t.source,
                              schema_hash=t.schema_hash()) for t in self.registry]
-        self.emit(ev.SessionStart(version=__version__, model=self.provider.model,
-                                  provider=self.provider.name, workspace=str(self.workspace),
-                                  tools=tools, continues=self.continues,
-                                  system=self.loop.system))
+        try:
+            self.emit(ev.SessionStart(version=__version__, model=self.provider.model,
+                                      provider=self.provider.name, workspace=str(self.workspace),
+                                      tools=tools, continues=self.continues,
+                                      system=self.loop.system))
+        except LogUnwritable:
+            # Refused before the first turn: nothing ran, and the empty log it made goes too.
+            self.close()
+            raise
         notice = self.sandbox.start_notice()
         if notice:
             self.emit(ev.Notice(message=notice, kind="sandbox"))

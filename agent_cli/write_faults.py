@@ -75,12 +75,14 @@ def _cause(code: int | None, path: Path, strerror: str) -> str:
     return f"{strerror or 'the system refused it'}: fix that and "
 
 
-def fault(err: OSError, path: Path | str, *, what: str, retry: str = RETRY) -> WriteFault:
+def fault(err: OSError, path: Path | str, *, what: str, retry: str = RETRY,
+          doing: str = "write") -> WriteFault:
     """The sentence for `err` met while writing `path` (`what` names it for the user: "the
-    session log", "the prompt history")."""
+    session log", "the prompt history"; `doing` says what was tried, "write" or "open")."""
     p = Path(path)
     where = shown(p)
-    message = f"Could not write {what} {where}: {_cause(err.errno, p, err.strerror or '')}{retry}."
+    message = (f"Could not {doing} {what} {where}: {_cause(err.errno, p, err.strerror or '')}"
+               f"{retry}.")
     return WriteFault(message, path=p, errno_=err.errno)
 
 

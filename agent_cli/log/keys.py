@@ -7,6 +7,7 @@ wrote it" from "someone recomputed the public hash chain" (docs/session-log.md, 
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 from collections.abc import Callable
@@ -61,7 +62,12 @@ def log_key(create: bool = False) -> bytes | None:
                 key = bytes.fromhex(f.read(4096).decode("ascii").strip())
             if len(key) < 16:
                 raise ValueError("too short")
-        except (LogError, ValueError, UnicodeDecodeError):
+        except (LogError, ValueError, UnicodeDecodeError) as e:
+            cause = e.__context__
+            if isinstance(cause, OSError) and cause.errno in (errno.EMFILE, errno.ENFILE):
+                from agent_cli.write_faults import fault
+
+                raise fault(cause, path, what="the log key", doing="open") from None
             raise LogError(f"{path} is not a log key (a file of 64 hex characters); move it "
                            "away and a new one is made at the next session.") from None
         tighten_file(path)
