@@ -139,6 +139,11 @@ class DeferredHistory(History):
         else:
             self._file.store_string(string)
 
+    def flush(self) -> bool:
+        """The file's entries kept in memory, written now if it can (RedactedFileHistory)."""
+        flush = getattr(self._file, "flush", None)
+        return bool(flush()) if callable(flush) else True
+
     def take_fault(self) -> str | None:
         """The file's new write fault, once (see RedactedFileHistory.take_fault)."""
         take = getattr(self._file, "take_fault", None)

@@ -366,6 +366,8 @@ def run_repl(session: Session, console: Console, read: Callable[..., str], *,
             break
         finally:
             put_back = None
+            getattr(history, "flush", lambda: None)()  # (a line equal to the last one is
+            # not stored again by prompt-toolkit: what it kept in memory is written here)
             note = getattr(history, "take_fault", lambda: None)()
             if note:
                 console.print(safe(note, "yellow"))
