@@ -149,3 +149,29 @@ class LogUnwritable(WriteFault, TurnStop):
                  dropped: bool) -> None:
         super().__init__(message, path=path, errno_=errno_)
         self.dropped = dropped
+
+
+def stdout_name() -> Path:
+    """What standard output is, for a sentence: the file it was sent to (`> report.json`), or
+    "standard output" when that cannot be told."""
+    with contextlib.suppress(OSError):
+        target = os.readlink("/proc/self/fd/1")
+        if target.startswith("/"):
+            return Path(target)
+    return Path("standard output")
+
+
+@contextlib.contextmanager
+def writing_stdout(what: str) -> Iterator[None]:
+    """`writing` for a report printed to standard output (an eval report, an HTML export sent
+    to a file on a full disk). After a refusal, standard output is pointed at /dev/null, so the
+    interpreter's last flush of what stayed buffered does not print a second error."""
+    try:
+        yield
+    except OSError as e:
+        refused = fault(e, stdout_name(), what=what)
+        with contextlib.suppress(OSError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 1)
+            os.close(devnull)
+        raise refused from None
