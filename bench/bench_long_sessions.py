@@ -14,8 +14,8 @@ servers. Each figure stands beside a floor measured in the same run.
 3. `log list` with --logs small logs in the sessions folder: wall time and peak RSS, against a
    child that opens every log and reads its first line.
 4. --servers MCP servers (a small MCPServer script each, stdio) attached to one session:
-   `start_hub()` to every server ready, and close(); floor: the same number of bare Python
-   processes importing the MCP SDK's server module, started at once and waited for.
+   `start_hub()` to every server ready, and close(); floor: the same scripts started at once
+   with nothing to serve (each imports the SDK, builds its server, sees its input end).
 
     python bench/bench_long_sessions.py [--quick] [--turns 10000] [--gib 1] [--logs 10000]
                                         [--servers 20] [--dir DIR]
@@ -27,7 +27,6 @@ run takes seconds: 300 turns, 16 MB, 300 logs, 3 servers. Figures only; nothing 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import sys
@@ -49,9 +48,12 @@ FLOOR_SHA = ("import hashlib,sys\nfor line in open(sys.argv[1],'rb'):\n"
              "    hashlib.sha256(line).hexdigest()\n")
 FLOOR_FIRST_LINES = ("import os,sys\nfor e in os.scandir(sys.argv[1]):\n"
                      "    with open(e.path,'rb') as f: f.readline()\n")
-FLOOR_SDK = ("import subprocess,sys\nn=int(sys.argv[1])\n"
-             "ps=[subprocess.Popen([sys.executable,'-c','import mcp.server.mcpserver'])"
-             " for _ in range(n)]\nfor p in ps: p.wait()\n")
+FLOOR_SERVERS = ("import pathlib,subprocess,sys\n"
+                 "ps=[subprocess.Popen([sys.executable,str(p)],stdin=subprocess.DEVNULL)"
+                 " for p in sorted(pathlib.Path(sys.argv[1]).glob('s*.py'))]\n"
+                 "for p in ps: p.wait()\n")
+"""The same server scripts started at once with nothing to serve (stdin at its end): each
+imports the SDK, builds its server and exits; what attaching cannot go below."""
 
 SERVER = '''
 from mcp.server.mcpserver import MCPServer
@@ -157,7 +159,8 @@ s = Session(settings, workspace=ws, registry=registry, approver=ScriptedApprover
 s.start()
 assert s.send("one more").reason == "end_turn"
 s.close()
-print(f"rebuild {t1 - t0:.2f} s, {len(history)} messages; one more turn {time.perf_counter() - t1:.2f} s")
+took = time.perf_counter() - t1
+print(f"rebuild {t1 - t0:.2f} s, {len(history)} messages; one more turn {took:.2f} s")
 '''
 
 
@@ -211,8 +214,10 @@ def part_turns(tmp: Path, env: dict[str, str], turns: int) -> None:
     floor = run_child([PY, "-c", FLOOR_JSON, str(log)], env=env)
     figure("log verify", run_child(agent("log", "verify", str(log)), env=env, cwd=REPO,
                                    capture=True), floor)
+    # (not captured: a child's peak RSS counts the pages of the process it was started from,
+    # and this one must not grow by holding a long output)
     figure("replay -o jsonl", run_child(agent("replay", str(log), "-o", "jsonl"), env=env,
-                                        cwd=REPO, capture=True), floor)
+                                        cwd=REPO), floor)
     resumed = run_child([PY, "-c", RESUME, str(log), str(ws)], env=env, cwd=REPO, capture=True)
     figure("resume (rebuild + one more turn)", resumed, floor)
     print(f"   ({resumed.stdout.strip()})")
@@ -290,9 +295,9 @@ def part_servers(tmp: Path, env: dict[str, str], count: int) -> None:
     folder.mkdir()
     for i in range(count):
         (folder / f"s{i}.py").write_text(SERVER.format(n=i), encoding="utf-8")
-    floor = run_child([PY, "-c", FLOOR_SDK, str(count)], env=env, timeout_s=600)
     run = run_child([PY, "-c", HUB, str(folder), str(count)], env=env, cwd=REPO, capture=True,
                     timeout_s=600)
+    floor = run_child([PY, "-c", FLOOR_SERVERS, str(folder)], env=env, timeout_s=600)
     figure(f"start_hub() to {count} ready, and close()", run, floor)
     print(f"   ({run.stdout.strip() or run.stderr.strip()[-300:]})")
 

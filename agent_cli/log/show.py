@@ -85,14 +85,19 @@ def list_sessions(settings: Settings, workspace: Path | None = None,
     from agent_cli.log.store import first_start, newest_first, same_workspace
 
     heads: list[tuple[float, int, Path, Summary | None]] = []
+    ours: dict[str, bool] = {}
+    """Recorded workspace -> whether it is `workspace` (resolved once per distinct string)."""
     for order, path in enumerate(newest_first(settings)):
         try:  # one bad log (unreadable, a FIFO, hostile values) never hides the others
             start = first_start(path)
             full = summarize(path) if start is None else None  # (no session_start first)
             started, where = (full.started, full.workspace) if full is not None else (
                 start.ts, start.workspace) if start is not None else (0.0, "")
-            if workspace is not None and not same_workspace(where, workspace):
-                continue
+            if workspace is not None:
+                if where not in ours:
+                    ours[where] = same_workspace(where, workspace)
+                if not ours[where]:
+                    continue
         except (LogError, OSError, ValueError, RecursionError):
             continue
         heads.append((started, order, path, full))

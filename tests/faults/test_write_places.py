@@ -152,3 +152,54 @@ def test_an_eval_report_to_a_full_disk_is_a_sentence(tmp_path: Path, disk: Small
     proc = cli("eval", str(tasks), "-o", "json", "--log-dir", str(tmp_path / "logs"),
                stdout=target)
     one_sentence(proc, "the eval report", str(target), "is full")
+
+
+MCP_SERVER = '''
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer("tiny")
+
+
+@server.tool(description="Echoes.")
+def echo(text: str) -> str:
+    return text
+
+
+server.run()
+'''
+
+
+def test_an_mcp_server_whose_stderr_log_cannot_be_opened_fails_with_the_sentence(
+        tmp_path: Path, disk: SmallDisk, home_on_disk: Path) -> None:
+    from agent_cli.approval import ScriptedApprover
+    from agent_cli.config import MCPServer, Settings
+    from agent_cli.providers.scripted import ScriptedProvider
+    from agent_cli.session import Session
+    from agent_cli.tools.loader import load_tools
+
+    script = tmp_path / "tiny.py"
+    script.write_text(MCP_SERVER, encoding="utf-8")
+    (home_on_disk / "mcp-logs").mkdir(parents=True)
+    (home_on_disk / "sessions").mkdir()
+    from agent_cli.log.keys import log_key
+
+    log_key(create=True)
+    disk.read_only()  # the session's own log is elsewhere; the server's stderr log is here
+    try:
+        registry, _ = load_tools([])
+        settings = Settings(provider="scripted", mcp={"servers": {
+            "tiny": MCPServer(command=sys.executable, args=[str(script)])}})
+        ws = tmp_path / "ws"
+        ws.mkdir()
+        session = Session(settings, workspace=ws, provider=ScriptedProvider([]),
+                          registry=registry, approver=ScriptedApprover([]),
+                          log_path=tmp_path / "s.jsonl", start_mcp=True)
+        assert session.mcp is not None
+        session.mcp.wait_ready()
+        [state] = session.mcp.snapshot()
+        session.close()
+    finally:
+        disk.writable()
+    assert state.state == "failed"
+    assert "Could not open its stderr log" in state.reason
+    assert "read-only file system" in state.reason
