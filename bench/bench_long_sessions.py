@@ -14,8 +14,8 @@ servers. Each figure stands beside a floor measured in the same run.
 3. `log list` with --logs small logs in the sessions folder: wall time and peak RSS, against a
    child that opens every log and reads its first line.
 4. --servers MCP servers (a small MCPServer script each, stdio) attached to one session:
-   `start_hub()` to every server ready, and close(); floor: the same scripts started at once
-   with nothing to serve (each imports the SDK, builds its server, sees its input end).
+   `start_hub()` to every server ready, and close(); floor: the same scripts with nothing to
+   serve, one per core at a time (each imports the SDK, builds its server, sees its input end).
 
     python bench/bench_long_sessions.py [--quick] [--turns 10000] [--gib 1] [--logs 10000]
                                         [--servers 20] [--dir DIR]
@@ -48,12 +48,14 @@ FLOOR_SHA = ("import hashlib,sys\nfor line in open(sys.argv[1],'rb'):\n"
              "    hashlib.sha256(line).hexdigest()\n")
 FLOOR_FIRST_LINES = ("import os,sys\nfor e in os.scandir(sys.argv[1]):\n"
                      "    with open(e.path,'rb') as f: f.readline()\n")
-FLOOR_SERVERS = ("import pathlib,subprocess,sys\n"
-                 "ps=[subprocess.Popen([sys.executable,str(p)],stdin=subprocess.DEVNULL)"
-                 " for p in sorted(pathlib.Path(sys.argv[1]).glob('s*.py'))]\n"
-                 "for p in ps: p.wait()\n")
-"""The same server scripts started at once with nothing to serve (stdin at its end): each
-imports the SDK, builds its server and exits; what attaching cannot go below."""
+FLOOR_SERVERS = ("import os,pathlib,subprocess,sys\n"
+                 "from concurrent.futures import ThreadPoolExecutor\n"
+                 "def one(p): subprocess.run([sys.executable,str(p)],stdin=subprocess.DEVNULL)\n"
+                 "with ThreadPoolExecutor(os.cpu_count() or 1) as pool:\n"
+                 "    list(pool.map(one, sorted(pathlib.Path(sys.argv[1]).glob('s*.py'))))\n")
+"""The same server scripts with nothing to serve (stdin at its end), as many at a time as there
+are cores: each imports the SDK, builds its server and exits; what attaching cannot go below
+(all at once, they only fight over the cores)."""
 
 SERVER = '''
 from mcp.server.mcpserver import MCPServer
@@ -125,12 +127,14 @@ class Chain:
 
 
 def figure(name: str, run: Any, floor: Any | None = None) -> None:
-    line = f"   {name}: {run.wall_s:.2f} s wall, {run.peak_rss_mb:.0f} MB peak"
+    line = (f"   {name}: {run.wall_s:.2f} s wall, {run.cpu_s:.2f} s CPU, "
+            f"{run.peak_rss_mb:.0f} MB peak")
     if run.returncode != 0:
         line += f"  (exit {run.returncode}: {run.stderr.strip()[:200]})"
     if floor is not None:
-        line += (f"; floor {floor.wall_s:.2f} s, {floor.peak_rss_mb:.0f} MB "
-                 f"({run.wall_s / max(floor.wall_s, 1e-9):.1f}x)")
+        line += (f"; floor {floor.wall_s:.2f} s, {floor.cpu_s:.2f} s CPU, "
+                 f"{floor.peak_rss_mb:.0f} MB ({run.wall_s / max(floor.wall_s, 1e-9):.1f}x wall, "
+                 f"{run.cpu_s / max(floor.cpu_s, 1e-9):.1f}x CPU)")
     print(line, flush=True)
 
 

@@ -18,7 +18,8 @@ def test_the_long_session_bench_runs_in_quick_mode_and_prints_its_figures() -> N
     out = proc.stdout
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert out.rstrip().endswith("done"), out
-    figure = r": \d+\.\d\d s wall, \d+ MB peak; floor \d+\.\d\d s, \d+ MB \(\d+\.\dx\)"
+    figure = (r": \d+\.\d\d s wall, \d+\.\d\d s CPU, \d+ MB peak; floor \d+\.\d\d s, "
+              r"\d+\.\d\d s CPU, \d+ MB \(\d+\.\dx wall, \d+\.\dx CPU\)")
     for name in ("log verify", "replay -o jsonl", r"resume \(rebuild \+ one more turn\)",
                  r"log verify, \d+ MB", "log list", r"log list --workspace WS -n 5",
                  r"start_hub\(\) to 3 ready, and close\(\)"):
