@@ -14,8 +14,8 @@ servers. Each figure stands beside a floor measured in the same run.
 3. `log list` with --logs small logs in the sessions folder: wall time and peak RSS, against a
    child that opens every log and reads its first line.
 4. --servers MCP servers (a small MCPServer script each, stdio) attached to one session:
-   `start_hub()` to every server ready, and close(); floor: the same scripts with nothing to
-   serve, one per core at a time (each imports the SDK, builds its server, sees its input end).
+   `start_hub()` to every server ready, and close(); floor: the same scripts without
+   `server.run()`, one per core at a time (each imports the SDK and builds its server).
 
     python bench/bench_long_sessions.py [--quick] [--turns 10000] [--gib 1] [--logs 10000]
                                         [--servers 20] [--dir DIR]
@@ -52,8 +52,8 @@ FLOOR_SERVERS = ("import os,pathlib,subprocess,sys\n"
                  "from concurrent.futures import ThreadPoolExecutor\n"
                  "def one(p): subprocess.run([sys.executable,str(p)],stdin=subprocess.DEVNULL)\n"
                  "with ThreadPoolExecutor(os.cpu_count() or 1) as pool:\n"
-                 "    list(pool.map(one, sorted(pathlib.Path(sys.argv[1]).glob('s*.py'))))\n")
-"""The same server scripts with nothing to serve (stdin at its end), as many at a time as there
+                 "    list(pool.map(one, sorted(pathlib.Path(sys.argv[1]).glob('f*.py'))))\n")
+"""The same server scripts without their last line (`server.run()`), as many at a time as there
 are cores: each imports the SDK, builds its server and exits; what attaching cannot go below
 (all at once, they only fight over the cores)."""
 
@@ -299,6 +299,8 @@ def part_servers(tmp: Path, env: dict[str, str], count: int) -> None:
     folder.mkdir()
     for i in range(count):
         (folder / f"s{i}.py").write_text(SERVER.format(n=i), encoding="utf-8")
+        (folder / f"f{i}.py").write_text(SERVER.format(n=i).replace("server.run()", ""),
+                                         encoding="utf-8")
     run = run_child([PY, "-c", HUB, str(folder), str(count)], env=env, cwd=REPO, capture=True,
                     timeout_s=600)
     floor = run_child([PY, "-c", FLOOR_SERVERS, str(folder)], env=env, timeout_s=600)
