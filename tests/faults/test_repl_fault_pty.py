@@ -69,3 +69,26 @@ def test_a_message_refused_by_a_full_disk_stays_in_the_input_line_and_runs_later
     assert "+hello www" in history  # the history entry refused meanwhile landed too
     assert disk.debris() == sorted(str(p.relative_to(disk.root)) for p in (
         home_on_disk / "history", home_on_disk / "log.key", log)), "a temporary file was left"
+
+
+def test_chat_with_a_read_only_home_says_one_sentence_and_exits_10(
+        tmp_path: Path, disk: SmallDisk, home_on_disk: Path) -> None:
+    home_on_disk.mkdir()
+    disk.read_only()
+    script = tmp_path / "script.json"
+    script.write_text("[]", encoding="utf-8")
+    env = {**os.environ, "PROMPT_TOOLKIT_NO_CPR": "1", "TERM": "xterm-256color"}
+    child = pexpect.spawn(sys.executable, ["-m", "agent_cli", "chat", "--script", str(script),
+                                           "--workspace", str(tmp_path)],
+                          env=env, cwd=str(REPO), dimensions=(50, 400), timeout=60)
+    try:
+        child.expect(pexpect.EOF)
+        shown = bytes(child.before)
+        child.close()
+    finally:
+        if child.isalive():
+            child.terminate(force=True)
+        disk.writable()
+    assert child.exitstatus == 10
+    assert b"Traceback" not in shown
+    assert shown.count(b"error:") == 1 and b"read-only file system" in shown
