@@ -42,6 +42,10 @@ from agent_cli.tool_calls import (
     _ReplyState,
 )
 from agent_cli.tools.registry import Registry
+from agent_cli.write_faults import LogUnwritable
+
+NOT_RUN_NO_LOG = "not run: the session log could not be written, so nothing new may run"
+"""The result of a call that did not run because its record could not be written first."""
 
 
 @dataclass
@@ -135,7 +139,8 @@ class Loop(CallRunner):
                 # Ctrl-C anywhere in the turn; what the loop was doing says what was not done.
                 raise UserInterrupted(INTERRUPTED[turn.during], during=turn.during) from None
         except TurnStop as stop:
-            self._close(history, NOT_RUN_INTERRUPTED)
+            self._close(history, NOT_RUN_NO_LOG if isinstance(stop, LogUnwritable)
+                        else NOT_RUN_INTERRUPTED)
             if isinstance(stop, UserInterrupted):
                 self.emit(ev.Interrupt(during=stop.during))
             elif isinstance(stop, ModelFailed):
@@ -160,8 +165,15 @@ class Loop(CallRunner):
             turn.during = "turn"
             self._proposed.clear()  # ids are unique within a reply, not across replies
             _add_usage(turn.usage, reply.usage)
-            self.emit(ev.ModelReply(content=reply.content, stop_reason=reply.stop_reason,
-                                    usage=reply.usage, model=reply.model))
+            try:
+                self.emit(ev.ModelReply(content=reply.content, stop_reason=reply.stop_reason,
+                                        usage=reply.usage, model=reply.model))
+            except LogUnwritable:
+                # Kept in memory, chained: the history holds the reply too, so its calls are
+                # answered "not run" in both.
+                if reply.content:
+                    history.append({"role": "assistant", "content": reply.content})
+                raise
             if reply.content:
                 # The API refuses an empty assistant message anywhere but at the very end.
                 history.append({"role": "assistant", "content": reply.content})
@@ -196,6 +208,8 @@ class Loop(CallRunner):
             reply = self._ask_model(history)
         except ProviderError as e:
             raise ModelFailed(str(e), kind=e.kind) from e
+        except TurnStop:
+            raise  # (the log refused a notice sent meanwhile: LogUnwritable)
         except Exception as e:  # a provider bug must not take the session and history down
             raise ModelFailed(f"The model request failed unexpectedly ({type(e).__name__}: {e}); "
                               "nothing from it was run. Send your message again.",

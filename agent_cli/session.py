@@ -6,6 +6,7 @@ build one directly with a scripted provider. Nothing here knows about the termin
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,6 +25,7 @@ from agent_cli.tools.loader import LoadReport, load_tools
 from agent_cli.tools.registry import Registry
 from agent_cli.tools.scope import READ_ONLY_REASON, ScopedRegistry
 from agent_cli.usage import UsageMeter
+from agent_cli.write_faults import LogUnwritable
 
 if TYPE_CHECKING:
     from agent_cli.instructions import Instruction
@@ -121,11 +123,12 @@ def _guard_own_state(settings: Settings, log_path: Path, *, default_folder: bool
     protect({**own_state(settings), log_path: "this session's log"})
     from agent_cli.config import home
     from agent_cli.log.store import sessions_dir
+    from agent_cli.write_faults import writing
 
-    private_dir(home())
-    private_dir(sessions_dir(settings))
-    if default_folder:
-        private_dir(log_path.parent)
+    # A read-only or unwritable AGENT_CLI_HOME is one sentence here, before anything started.
+    for folder in (home(), sessions_dir(settings), *([log_path.parent] if default_folder else [])):
+        with writing(folder, "agent-cli's folder"):
+            private_dir(folder)
 
 
 class Session:
@@ -315,16 +318,36 @@ class Session:
         return message
 
     def emit(self, event: ev.AnyEvent) -> None:
+        """Every sink gets the event, the log first. When the log refuses it (LogUnwritable),
+        the others still see an event the log kept in memory (it happened), never one it
+        dropped (what it would start does not happen); then the refusal is raised, a turn stop
+        for the loop and a sentence for everyone else."""
+        refused: LogUnwritable | None = None
         for sink in self.sinks:
+            if sink is self.log:
+                try:
+                    sink(event)
+                except LogUnwritable as e:
+                    if e.dropped:
+                        raise
+                    refused = e
+                continue
             sink(event)
+        if refused is not None:
+            raise refused
 
     def start(self) -> None:
         tools = [ev.ToolInfo(name=t.name, effect=t.effect, source=t.source,
                              schema_hash=t.schema_hash()) for t in self.registry]
-        self.emit(ev.SessionStart(version=__version__, model=self.provider.model,
-                                  provider=self.provider.name, workspace=str(self.workspace),
-                                  tools=tools, continues=self.continues,
-                                  system=self.loop.system))
+        try:
+            self.emit(ev.SessionStart(version=__version__, model=self.provider.model,
+                                      provider=self.provider.name, workspace=str(self.workspace),
+                                      tools=tools, continues=self.continues,
+                                      system=self.loop.system))
+        except LogUnwritable:
+            # Refused before the first turn: nothing ran, and the empty log it made goes too.
+            self.close()
+            raise
         notice = self.sandbox.start_notice()
         if notice:
             self.emit(ev.Notice(message=notice, kind="sandbox"))
@@ -375,9 +398,12 @@ class Session:
         if self.mcp is not None:
             self.mcp.close()
             self.mcp.sync()
-        self.emit(ev.SessionEnd(reason=reason))
-        self.log.close()
-        self.sandbox.close()
-        closer = getattr(self.provider, "close", None)
-        if callable(closer):
-            closer()
+        try:
+            with contextlib.suppress(LogUnwritable):  # kept in memory: close() tries once more
+                self.emit(ev.SessionEnd(reason=reason))
+            self.log.close()  # raises the sentence when held records are lost
+        finally:
+            self.sandbox.close()
+            closer = getattr(self.provider, "close", None)
+            if callable(closer):
+                closer()

@@ -34,9 +34,11 @@ SCRIPTS = (
     "bench_mcp.py",
     "bench_eval.py",
     "bench_undo.py",
+    "bench_long_sessions.py",
 )
 """In the order of the issue: start-up, per-call overhead, the peer, log/replay, memory,
-rendering, then the tool and MCP costs; eval throughput, then undo's snapshots."""
+rendering, then the tool and MCP costs; eval throughput, then undo's snapshots; last, long
+sessions (10,000 turns, a 1 GB log, 10,000 logs, 20 MCP servers)."""
 
 
 def takes_quick(script: Path) -> bool:

@@ -28,6 +28,7 @@ LAYERS: dict[str, int] = {
     "agent_cli.secrets_table": 0,
     "agent_cli.redact": 0,
     "agent_cli.private_files": 0,
+    "agent_cli.write_faults": 0,
     "agent_cli.signals": 0,
     "agent_cli.events": 0,
     "agent_cli.approval": 0,

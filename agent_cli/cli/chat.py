@@ -88,10 +88,13 @@ def chat(
 
                     session.emit(Notice(message=note, kind="resume"))
                 from agent_cli.ui.repl import as_shown, run_repl
+                from agent_cli.write_faults import REPL_RETRY
 
                 for thing in said:
                     console.print(as_shown(thing))
-                run_repl(session, console, read, keys=opened.keys, view=view)
+                session.log.retry = REPL_RETRY
+                run_repl(session, console, read, keys=opened.keys, view=view,
+                         history=getattr(read, "history", None))
         except Terminated:
             pass  # between the steps that handle it: the session still closes below
         finally:
@@ -133,43 +136,48 @@ def _open_chat(common: Common, term: Terminal, signals: TerminationSignals, plai
 
 
 def _reader(session: Session, term: Terminal, signals: TerminationSignals, ps: Any,
-            first: FirstInput | None) -> Callable[[], str]:
+            first: FirstInput | None) -> Callable[..., str]:
     """The REPL's `read`: the first prompt's session when there is one (what was typed while
     loading comes first), else a new line editor, else plain stdin lines."""
     from agent_cli.signals import Terminated
     from agent_cli.ui.repl import make_prompt, prompt_text
 
-    prompt_read: Callable[[], str]
+    prompt_read: Callable[..., str]
+    history: Any = None
     if ps is not None:
-        def prompt_read() -> str:
+        history = ps.history
+
+        def prompt_read(default: str = "") -> str:
             sent, eof, text = first.take() if first is not None else (None, False, "")
             if sent is not None:
                 return sent
             if eof:
                 raise EOFError
-            line: str = ps.prompt(prompt_text(session), default=text)
+            line: str = ps.prompt(prompt_text(session), default=default or text)
             return line
     elif term.interactive:
         from agent_cli.config import home
 
         prompt_read = make_prompt(home() / "history", session.log.redactor,
                                   lambda: prompt_text(session))
+        history = getattr(prompt_read, "history", None)
     else:
-        def prompt_read() -> str:
+        def prompt_read(default: str = "") -> str:
             line = sys.stdin.readline()
             if not line:
                 raise EOFError
             return line.rstrip("\n")
 
-    def read() -> str:
+    def read(default: str = "") -> str:
         # After SIGTERM/SIGHUP the REPL ends as on Ctrl-D, once the turn was settled.
         if signals.received is not None:
             raise EOFError
         try:
-            return prompt_read()
+            return prompt_read(default=default) if default else prompt_read()
         except Terminated:
             raise EOFError from None
 
+    read.history = history  # type: ignore[attr-defined]
     return read
 
 

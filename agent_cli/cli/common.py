@@ -42,6 +42,7 @@ TURN_EXIT = {
     "end_turn": EXIT_OK, "stop_sequence": EXIT_OK, "max_turns": EXIT_LIMIT,
     "error": EXIT_PROVIDER, "repeated_failure": EXIT_REPEATED, "max_tokens": EXIT_MAX_TOKENS,
     "refusal": EXIT_REFUSAL, "budget": EXIT_BUDGET, "interrupted": EXIT_INTERRUPTED,
+    "log_unwritable": 10,  # (write_faults.EXIT_CODE: the session log refused a record)
 }
 
 

@@ -84,13 +84,16 @@ def register(app: typer.Typer) -> None:
         with _Progress(err, len(specs)) as progress:
             results = run_suite(specs, jobs=jobs, on_done=progress.advance)
         report = build_report([t.id for t in suite.tasks], results, trials)
-        if output == "json":
-            sys.stdout.write(json.dumps(report, indent=2, ensure_ascii=True) + "\n")
+        from agent_cli.write_faults import writing_stdout
+
+        with writing_stdout("the eval report"):
+            if output == "json":
+                sys.stdout.write(json.dumps(report, indent=2, ensure_ascii=True) + "\n")
+            else:
+                out = Console(highlight=False)
+                for style, line in text_lines(report):
+                    out.print(safe(line, style), soft_wrap=True)
             sys.stdout.flush()
-        else:
-            out = Console(highlight=False)
-            for style, line in text_lines(report):
-                out.print(safe(line, style), soft_wrap=True)
         raise typer.Exit(EXIT_OK if all_passed(report) else EXIT_FAILED)
 
 

@@ -97,8 +97,11 @@ def register(app: typer.Typer) -> None:
 
             page = export(log_file, turns=span, tools_only=tools_only,
                           prices=common.settings().prices, on_bad=on_bad)
-            sys.stdout.buffer.write(page.encode("utf-8", "replace"))
-            sys.stdout.flush()
+            from agent_cli.write_faults import writing_stdout
+
+            with writing_stdout("the HTML export"):
+                sys.stdout.buffer.write(page.encode("utf-8", "replace"))
+                sys.stdout.flush()
             raise typer.Exit(EXIT_OK)
         view: rp.View
         if output == "jsonl":

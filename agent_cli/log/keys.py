@@ -7,6 +7,7 @@ wrote it" from "someone recomputed the public hash chain" (docs/session-log.md, 
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 from collections.abc import Callable
@@ -61,7 +62,12 @@ def log_key(create: bool = False) -> bytes | None:
                 key = bytes.fromhex(f.read(4096).decode("ascii").strip())
             if len(key) < 16:
                 raise ValueError("too short")
-        except (LogError, ValueError, UnicodeDecodeError):
+        except (LogError, ValueError, UnicodeDecodeError) as e:
+            cause = e.__context__
+            if isinstance(cause, OSError) and cause.errno in (errno.EMFILE, errno.ENFILE):
+                from agent_cli.write_faults import fault
+
+                raise fault(cause, path, what="the log key", doing="open") from None
             raise LogError(f"{path} is not a log key (a file of 64 hex characters); move it "
                            "away and a new one is made at the next session.") from None
         tighten_file(path)
@@ -70,18 +76,12 @@ def log_key(create: bool = False) -> bytes | None:
         return None
     import secrets
 
-    private_dir(path.parent)
-    tmp = path.with_name(f".{KEY_FILE}.{secrets.token_hex(4)}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w", encoding="ascii") as f:
-        f.write(secrets.token_hex(32) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
-    try:
-        os.link(tmp, path)  # atomic: whoever links first wins, the other reads theirs
-    except FileExistsError:
-        pass
-    finally:
-        tmp.unlink()
-    return log_key(create=False)
+    from agent_cli.write_faults import write_atomic, writing
 
+    with writing(path.parent, "agent-cli's data folder"):
+        private_dir(path.parent)
+    # Whole or not at all, and no temporary file left on any failure (a full disk, say);
+    # linked, not renamed, into place: whoever links first wins, the other reads theirs.
+    write_atomic(path, (secrets.token_hex(32) + "\n").encode("ascii"), what="the log key",
+                 exclusive=True)
+    return log_key(create=False)

@@ -78,20 +78,39 @@ def summarize(path: Path) -> Summary:
 
 def list_sessions(settings: Settings, workspace: Path | None = None,
                   limit: int = 20) -> list[Summary]:
-    from agent_cli.log.store import newest_first, same_workspace
+    """The `limit` sessions that started last (of `workspace`'s, when given), summarised. Only
+    their logs are read whole: every other log is read up to its first record (the
+    session_start that says when and where it started), so `log list` stays fast with
+    thousands of long logs in the folder."""
+    from agent_cli.log.store import first_start, newest_first, same_workspace
 
-    logs = newest_first(settings)
-    out: list[Summary] = []
-    for path in logs:
+    heads: list[tuple[float, int, Path, Summary | None]] = []
+    ours: dict[str, bool] = {}
+    """Recorded workspace -> whether it is `workspace` (resolved once per distinct string)."""
+    for order, path in enumerate(newest_first(settings)):
         try:  # one bad log (unreadable, a FIFO, hostile values) never hides the others
-            s = summarize(path)
-            if workspace is not None and not same_workspace(s.workspace, workspace):
-                continue
+            start = first_start(path)
+            full = summarize(path) if start is None else None  # (no session_start first)
+            started, where = (full.started, full.workspace) if full is not None else (
+                start.ts, start.workspace) if start is not None else (0.0, "")
+            if workspace is not None:
+                if where not in ours:
+                    ours[where] = same_workspace(where, workspace)
+                if not ours[where]:
+                    continue
         except (LogError, OSError, ValueError, RecursionError):
             continue
-        out.append(s)
-    out.sort(key=lambda s: s.started, reverse=True)
-    return out[:limit]
+        heads.append((started, order, path, full))
+    heads.sort(key=lambda h: (-h[0], h[1]))  # started last first; ties in the folder's order
+    out: list[Summary] = []
+    for _started, _order, path, full in heads:
+        if len(out) >= limit:
+            break
+        try:
+            out.append(full if full is not None else summarize(path))
+        except (LogError, OSError, ValueError, RecursionError):
+            continue
+    return out
 
 
 # -- show --------------------------------------------------------------------------------------

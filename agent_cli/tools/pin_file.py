@@ -12,8 +12,6 @@ fatal, and each store says what that means for it. Standard library only.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,14 +44,9 @@ def read_pin_file(path: Path) -> PinFileRead:
 def write_pin_file(path: Path, data: dict[str, Any]) -> None:
     """Replace the pin file with `data`, atomically, 0600 in a 0700 folder."""
     from agent_cli.private_files import private_dir
+    from agent_cli.write_faults import write_atomic, writing
 
-    private_dir(path.parent)
+    with writing(path.parent, "agent-cli's folder"):
+        private_dir(path.parent)
     body = json.dumps(data, indent=2, sort_keys=True, ensure_ascii=True) + "\n"
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")  # 0600
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(body)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, body.encode("utf-8"), what="the pin file")  # 0600, no temp file left

@@ -12,6 +12,7 @@ memory); only what reaches the disk is redacted.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import os
 from collections.abc import Iterable
@@ -39,6 +40,10 @@ class RedactedFileHistory(FileHistory):
             redactor = default_redactor()
         self.redactor = redactor
         self.path = path
+        self.pending: list[bytes] = []
+        """Entries the file refused, oldest first, written before the next one."""
+        self.fault: str | None = None
+        self._unsaid: str | None = None
         private_dir(path.parent)
         os.close(open_private(path, os.O_WRONLY | os.O_APPEND))  # create 0600 / tighten
         super().__init__(str(path))
@@ -50,24 +55,58 @@ class RedactedFileHistory(FileHistory):
         cleaned = [self.redactor.text(e) for e in entries]
         if cleaned == entries:
             return
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        fd = open_private(tmp, os.O_WRONLY | os.O_TRUNC)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                for text in cleaned:
-                    f.write(_entry(text))
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.path)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
+        from agent_cli.write_faults import write_atomic
+
+        write_atomic(self.path, b"".join(_entry(text) for text in cleaned),
+                     what="the prompt history")
         tighten_file(self.path)
 
     def store_string(self, string: str) -> None:
-        fd = open_private(self.path, os.O_WRONLY | os.O_APPEND)
-        with os.fdopen(fd, "ab") as f:
-            f.write(_entry(self.redactor.text(string)))
+        """Append one entry. A refused write (a full disk, a read-only home, no file
+        descriptors) never raises into prompt-toolkit (which would print "Exception ... Press
+        ENTER to continue" and lose the line): the entry is kept in memory, written before the
+        next one once the file takes writes again, and the fault is said once (`take_fault`)."""
+        self.pending.append(_entry(self.redactor.text(string)))
+        self.flush()
+
+    def flush(self) -> bool:
+        """Write the entries kept in memory, whole or not at all; True when none is left."""
+        if not self.pending:
+            return True
+        from agent_cli.write_faults import WriteFault, writing
+
+        data = b"".join(self.pending)
+        try:
+            with writing(self.path, "the prompt history", retry=HISTORY_RETRY):
+                fd = open_private(self.path, os.O_WRONLY | os.O_APPEND)
+                try:
+                    size = os.fstat(fd).st_size
+                    try:
+                        view = memoryview(data)
+                        while view:
+                            view = view[os.write(fd, view):]
+                    except OSError:
+                        with contextlib.suppress(OSError):
+                            os.ftruncate(fd, size)  # no half entry left behind
+                        raise
+                finally:
+                    os.close(fd)
+        except WriteFault as e:
+            if self.fault is None:
+                self.fault = str(e)
+                self._unsaid = self.fault
+            return False
+        self.pending.clear()
+        self.fault = None
+        return True
+
+    def take_fault(self) -> str | None:
+        """The sentence of a new write fault, once (the REPL prints it after the line)."""
+        said, self._unsaid = self._unsaid, None
+        return said
+
+
+HISTORY_RETRY = "the lines typed meanwhile are kept in memory and written then"
 
 
 class DeferredHistory(History):
@@ -99,3 +138,13 @@ class DeferredHistory(History):
             self._pending.append(string)
         else:
             self._file.store_string(string)
+
+    def flush(self) -> bool:
+        """The file's entries kept in memory, written now if it can (RedactedFileHistory)."""
+        flush = getattr(self._file, "flush", None)
+        return bool(flush()) if callable(flush) else True
+
+    def take_fault(self) -> str | None:
+        """The file's new write fault, once (see RedactedFileHistory.take_fault)."""
+        take = getattr(self._file, "take_fault", None)
+        return take() if callable(take) else None

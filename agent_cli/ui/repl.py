@@ -296,10 +296,11 @@ def open_history(history_file: Path, redactor: Any = None) -> History:
     from prompt_toolkit.history import InMemoryHistory
 
     from agent_cli.ui.history import RedactedFileHistory
+    from agent_cli.write_faults import WriteFault
 
     try:
         return RedactedFileHistory(history_file, redactor)
-    except (OSError, ValueError):  # not writable, a folder, a FIFO: the history is not kept
+    except (OSError, ValueError, WriteFault):  # not writable, a folder, a FIFO: not kept
         return InMemoryHistory()
 
 
@@ -309,11 +310,19 @@ def prompt_text(session: Session) -> str:
 
 
 def make_prompt(history_file: Path, redactor: Any = None,
-                prompt: Callable[[], str] | None = None) -> Callable[[], str]:
+                prompt: Callable[[], str] | None = None) -> Callable[..., str]:
     """The real line editor: persistent history, Enter sends, Alt-Enter / Esc Enter / Ctrl-J add
-    a newline. prompt-toolkit is imported here so `agent-cli --help` never pays for it."""
+    a newline; `read(default=TEXT)` starts with TEXT in the input line. Its history is the
+    reader's `history` attribute. prompt-toolkit is imported here so `agent-cli --help` never
+    pays for it."""
     ps = prompt_session(open_history(history_file, redactor))
-    return lambda: ps.prompt(prompt() if prompt is not None else PROMPT)
+
+    def read(default: str = "") -> str:
+        line: str = ps.prompt(prompt() if prompt is not None else PROMPT, default=default)
+        return line
+
+    read.history = ps.history  # type: ignore[attr-defined]
+    return read
 
 
 class _ResultIds:
@@ -335,23 +344,36 @@ def banner(session: Session) -> Text:
                          ("Type /help for keys and commands. Ctrl-D to leave.", "dim"))
 
 
-def run_repl(session: Session, console: Console, read: Callable[[], str], *,
-             keys: EscWatcher | None = None, view: TerminalView | None = None) -> None:
-    """Read, send, repeat. `read` raises EOFError to leave and KeyboardInterrupt to drop a line.
+def run_repl(session: Session, console: Console, read: Callable[..., str], *,
+             keys: EscWatcher | None = None, view: TerminalView | None = None,
+             history: Any = None) -> None:
+    """Read, send, repeat. `read` raises EOFError to leave and KeyboardInterrupt to drop a line;
+    `read(default=TEXT)` puts TEXT back in the input line (a message the log could not take).
     `keys` (Esc interrupts) is active while a turn runs; `view` (spinner, live answer) is
-    stopped whenever the turn leaves."""
+    stopped whenever the turn leaves. `history` (the prompt's) says once when it cannot be
+    written (`take_fault`)."""
+    from agent_cli.write_faults import LogUnwritable
+
     answered = _ResultIds()
     state = TurnState()
     session.sinks.append(answered)
     session.sinks.append(state)
     console.print(banner(session))
+    put_back: str | None = None
     while True:
         try:
-            line = read()
+            line = read(default=put_back) if put_back else read()
         except KeyboardInterrupt:
             continue
         except EOFError:
             break
+        finally:
+            put_back = None
+            getattr(history, "flush", lambda: None)()  # (a line equal to the last one is
+            # not stored again by prompt-toolkit: what it kept in memory is written here)
+            note = getattr(history, "take_fault", lambda: None)()
+            if note:
+                console.print(safe(note, "yellow"))
         if not line.strip():
             continue
         if is_command(line):
@@ -380,6 +402,13 @@ def run_repl(session: Session, console: Console, read: Callable[[], str], *,
             if view is not None:
                 view.stop()
             session.settle_interrupted_turn(answered.ids)
+        except LogUnwritable as e:
+            # The log took nothing of this turn: the message goes back to the input line.
+            reason = "log_unwritable"
+            put_back = line if e.dropped else None
+            console.print(safe(str(e), "bold red"))
+            if put_back:
+                console.print(Text("Your message is back in the input line.", style="yellow"))
         except AgentError as e:
             reason = "error"
             console.print(safe(str(e), "bold red"))

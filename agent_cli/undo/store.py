@@ -17,6 +17,8 @@ import secrets
 from collections.abc import Iterator
 from pathlib import Path
 
+from agent_cli.write_faults import WriteFault, write_atomic, writing
+
 _CHUNK = 1 << 16
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -82,7 +84,12 @@ class Store:
     def put_fd(self, fd: int) -> tuple[str, int]:
         """Copy a file from its descriptor into the store; (sha256, size). One read: the bytes
         are hashed while they are written to a temp file, which becomes the object (or is
-        dropped when the object is already there)."""
+        dropped when the object is already there). A refused write (a full disk, say) is a
+        WriteFault naming the store, and leaves no temp file."""
+        with writing(self.root, "the undo store"):
+            return self._put_fd(fd)
+
+    def _put_fd(self, fd: int) -> tuple[str, int]:
         self._prepare()
         tmp = self.root / "tmp" / f"{os.getpid()}-{secrets.token_hex(6)}"
         h = hashlib.sha256()
@@ -112,16 +119,20 @@ class Store:
         sha = hashlib.sha256(data).hexdigest()
         if self.has(sha):
             return sha
-        self._prepare()
-        tmp = self.root / "tmp" / f"{os.getpid()}-{secrets.token_hex(6)}"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _CLOEXEC, 0o600)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-        finally:
-            os.close(fd)
-        self._commit(tmp, sha, len(data))
+        with writing(self.root, "the undo store"):
+            self._prepare()
+            tmp = self.root / "tmp" / f"{os.getpid()}-{secrets.token_hex(6)}"
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _CLOEXEC, 0o600)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+            except BaseException:
+                tmp.unlink(missing_ok=True)
+                raise
+            finally:
+                os.close(fd)
+            self._commit(tmp, sha, len(data))
         return sha
 
     def _commit(self, tmp: Path, sha: str, size: int) -> None:
@@ -129,7 +140,11 @@ class Store:
         if dest.exists():
             tmp.unlink(missing_ok=True)
             return
-        _private_dir(dest.parent)
+        try:
+            _private_dir(dest.parent)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
         # No fsync here (a first snapshot of 10,000 files would pay 10,000 of them): a torn
         # object fails its hash check on read and is refused; `sync` makes the objects an
         # effects record names durable before the record is written.
@@ -270,9 +285,10 @@ class StatCache:
         self.store._prepare()
         rows = [[k[0], k[1], sig[0], sig[1], sig[2], sha]
                 for k, (sig, sha) in self.entries.items()]
-        tmp = self.path.with_name(f".{self.path.name}.{secrets.token_hex(4)}")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _CLOEXEC, 0o600)
-        with os.fdopen(fd, "w", encoding="ascii") as f:
-            json.dump({"v": 1, "entries": rows}, f, separators=(",", ":"))
-        os.replace(tmp, self.path)
-        self.dirty = False
+        # (whole or not at all, no temp file left; a cache that cannot be saved only costs
+        # the next snapshot a re-read, so the fault is not raised into a call)
+        with contextlib.suppress(WriteFault):
+            write_atomic(self.path, json.dumps({"v": 1, "entries": rows},
+                                               separators=(",", ":")).encode("ascii"),
+                         what="the undo store's stat cache")
+            self.dirty = False

@@ -116,8 +116,14 @@ def test_outside_paths_match_on_their_absolute_form(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
     rule = DenyRule(tool="*", args={"path": "/etc/*"})
-    assert rule.matches("read_file", {"path": "../../../../../../etc/passwd"}, path_args=["path"],
+    # Enough `../` to climb from the workspace to the root, however deep TMPDIR is (and one more:
+    # `..` at the root stays at the root).
+    up = "../" * (len(ws.resolve().parts) + 1)
+    assert rule.matches("read_file", {"path": f"{up}etc/passwd"}, path_args=["path"],
                         workspace=str(ws))
+    exactly_to_root = "../" * (len(ws.resolve().parts) - 1)
+    assert rule.matches("read_file", {"path": f"{exactly_to_root}etc/passwd"},
+                        path_args=["path"], workspace=str(ws))
     assert not rule.matches("read_file", {"path": "etc/passwd"}, path_args=["path"],
                             workspace=str(ws))
     # Not a path argument: no canonical form, only the raw and normalised ones.

@@ -138,9 +138,10 @@ def append_servers(path: Path, servers: dict[str, dict[str, Any]]) -> None:
     for name, server in servers.items():
         text += "\n" + server_table(name, server)
     tomllib.loads(text)  # never leave a file agent-cli cannot read
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)
+    from agent_cli.write_faults import write_atomic
+
+    # Whole or not at all: a full disk must not leave the user's config truncated.
+    write_atomic(Path(os.path.realpath(path)), text.encode("utf-8"), what="the config file")
 
 
 def parse_pairs(items: list[str] | None, sep: str, flag: str) -> dict[str, str]:

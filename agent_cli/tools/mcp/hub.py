@@ -164,8 +164,10 @@ class MCPHub(ServerTasks, HubFeatures):
         if not todo or self._boot is not None:
             return
         from agent_cli.private_files import private_dir
+        from agent_cli.write_faults import writing
 
-        private_dir(self.log_dir)  # 0700: server logs can hold what a server printed
+        with writing(self.log_dir, "the MCP server logs' folder"):
+            private_dir(self.log_dir)  # 0700: server logs can hold what a server printed
         self._neutral_cwd()
         self._route_sdk_logging()
         now = time.monotonic()
@@ -282,6 +284,8 @@ class MCPHub(ServerTasks, HubFeatures):
         handler = logging.FileHandler(self.log_dir / f"{self.session_id}-sdk.log",
                                       encoding="utf-8", delay=True)
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+        # A full or read-only disk loses these lines; it must not print a traceback over the REPL.
+        handler.handleError = lambda record: None  # type: ignore[method-assign]
         logger = logging.getLogger("mcp")
         if not any(type(h) is logging.NullHandler for h in logger.handlers):
             # Stays after close: with no handler at all, logging's last resort prints warnings.

@@ -78,7 +78,11 @@ class ServerTasks:
             errlog = os.fdopen(open_private(Path(st.errlog), os.O_WRONLY | os.O_APPEND), "a",
                                encoding="utf-8")  # 0600; closed in close()
         except (OSError, ValueError) as e:
-            self._failed(st, f"cannot open its stderr log {st.errlog}: {e}")
+            from agent_cli.write_faults import fault
+
+            self._failed(st, str(fault(e, st.errlog, what="its stderr log", doing="open"))
+                         if isinstance(e, OSError) else f"cannot open its stderr log "
+                         f"{st.errlog}: {e}")
             return
         self._files.append(errlog)
         started = anyio.Event()
