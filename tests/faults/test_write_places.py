@@ -98,7 +98,8 @@ def test_mcp_import_on_a_read_only_disk_is_a_sentence(tmp_path: Path, disk: Smal
     source.write_text(json.dumps({"mcpServers": {"a": {"command": "/bin/true"}}}),
                       encoding="utf-8")
     disk.read_only()
-    proc = cli("mcp", "import", "--config", str(config), str(source), home=tmp_path / "home")
+    proc = cli("mcp", "import", "--yes", "--config", str(config), str(source),
+               home=tmp_path / "home")
     one_sentence(proc, "the config file", "read-only file system")
     assert config.read_text(encoding="utf-8") == "model = \"m\"\n"
 
