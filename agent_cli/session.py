@@ -77,7 +77,8 @@ def limits_of(settings: Settings) -> Limits:
                   repeat_failures=settings.repeat_failures,
                   max_panels_after_denial=settings.max_panels_after_denial,
                   max_read_bytes=settings.max_read_bytes,
-                  max_tool_calls=settings.max_tool_calls, max_cost_usd=settings.max_cost_usd)
+                  max_tool_calls=settings.max_tool_calls, max_cost_usd=settings.max_cost_usd,
+                  redact_results=settings.redact_results)
 
 
 def session_scope(settings: Settings, registry: Registry, extra: Scope | None = None
@@ -229,6 +230,8 @@ class Session:
                          limits=limits_of(settings), system=f"{base}\n\n{note}" if note else base,
                          hooks=hooks)
         self.loop.tool_choice = settings.tool_choice
+        self.loop.tool_choice_after_call = settings.tool_choice_after_call
+        self.loop.redactor = self.log.redactor
         self.loop.cost = self.usage.cost
         self.loop.sandbox = self.sandbox
         self.loop.effects = self.effects
