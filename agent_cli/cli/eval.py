@@ -41,6 +41,10 @@ def register(app: typer.Typer) -> None:
         jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, metavar="N",
                                           help="Trials run at once, each in its own process "
                                           "(the report is the same as a serial run's).")] = 1,
+        ks: Annotated[Optional[str], typer.Option(  # noqa: UP045 (typer needs Optional)
+            "--k", metavar="K,K,...",
+            help="The ks of the pass@k / pass^k table, e.g. 1,2,4 (default: every k from 1 to "
+            "--trials).")] = None,
         log_dir: Annotated[Optional[Path], typer.Option(  # noqa: UP045 (typer needs Optional)
             "--log-dir", metavar="DIR",
             help="Where the trials' session logs go (default: a new eval-* folder in the "
@@ -51,7 +55,7 @@ def register(app: typer.Typer) -> None:
         approved and run, the answer, requests and cost. Every trial's log is kept."""
         from rich.console import Console
 
-        from agent_cli.eval.report import all_passed, build_report, text_lines
+        from agent_cli.eval.report import all_passed, build_report, parse_ks, text_lines
         from agent_cli.eval.runner import plan, run_suite
         from agent_cli.eval.tasks import load_tasks
 
@@ -61,13 +65,17 @@ def register(app: typer.Typer) -> None:
             raise fail("eval copies each task's own workspace and writes one log per trial: "
                        "drop --workspace and --log (use --log-dir DIR for the logs).",
                        EXIT_USAGE)
+        try:
+            chosen = parse_ks(ks, trials) if ks is not None else None
+        except ValueError as e:
+            raise fail(str(e), EXIT_USAGE) from None
         suite = load_tasks(tasks_file)
         folder = log_dir if log_dir is not None else _default_log_dir(common)
         specs = plan(suite.tasks, common.settings(), common.tools_dir, trials, folder.resolve())
         err = Console(stderr=True, highlight=False)
         with _Progress(err, len(specs)) as progress:
             results = run_suite(specs, jobs=jobs, on_done=progress.advance)
-        report = build_report([t.id for t in suite.tasks], results, trials)
+        report = build_report([t.id for t in suite.tasks], results, trials, chosen)
         if output == "json":
             sys.stdout.write(json.dumps(report, indent=2, ensure_ascii=True) + "\n")
             sys.stdout.flush()
