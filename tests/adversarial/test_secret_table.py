@@ -171,7 +171,7 @@ CASES: list[tuple[str, str, str, str]] = [
     ("mapbox", "pk.eyJ" + t("", 60) + "." + t("", 22), t("", 60), "pk.eyJx"),
     ("okta", "OKTA_API_TOKEN=" + t("00", 40), t("00", 40), "okta: 00x"),
     ("plaid", "access-sandbox-" + UUID, UUID, "access-sandbox-x"),
-    ("twitter", t("AAAAAAAAAAAAAAAAAAAAA", 60), t("AAAAAAAAAAAAAAAAAAAAA", 60), "AAAAAAAAAA"),
+    ("twitter", t("AAAAAAAAAAAAAAAAAAAAA", 60), t("AAAAAAAAAAAAAAAAAAAAA", 60), "A" * 300),
     ("twitter", "twitter_consumer = " + t("", 45), t("", 45), "twitter: @handle"),
     ("deno", t("ddp_", 36), t("ddp_", 36), "ddp_x"),
     ("flyio", t("fo1_", 43), t("fo1_", 43), "fo1_x"),
