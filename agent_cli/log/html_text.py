@@ -56,9 +56,9 @@ def _parser() -> MarkdownIt:
     md.enable(["table", "strikethrough"])
     # Links are never live here, so any destination may be shown: as written, not re-encoded
     # (markdown-it would refuse javascript: as a link and percent-encode the rest).
-    md.validateLink = lambda _url: True  # type: ignore[method-assign]
+    md.validateLink = lambda url: True  # type: ignore[method-assign]
     md.normalizeLink = lambda url: url  # type: ignore[method-assign]
-    md.normalizeLinkText = lambda url: url  # type: ignore[method-assign]
+    md.normalizeLinkText = lambda link: link  # type: ignore[method-assign]
     return md
 
 
