@@ -193,8 +193,13 @@ class Settings(BaseModel):
     """A forced choice (any or a tool name) applies to the first request of each turn; after the
     model's calls the turn goes on with auto, so it can answer. keep: every request is forced
     (the model can then never answer; the turn ends on a limit)."""
+    debug_log: str | None = None
+    """Write every request body and reply, redacted, here ("-": stderr); --debug / -v and
+    --debug-file FILE set it for one run. Off by default."""
     strict_tools: bool = True
-    """OpenAI provider: send schemas that fit strict mode with `strict: true`."""
+    """Send `strict: true` with tool schemas that fit strict mode: OpenAI, every schema that has
+    a strict form (optional arguments made nullable); Anthropic, schemas already in strict form
+    (all properties required, no others, no numeric or length bounds)."""
     skills_dirs: list[str] = []
     """Folders of Agent Skills (NAME/SKILL.md); never read from the workspace unless named."""
     max_tool_calls: int | None = Field(None, ge=1)

@@ -62,7 +62,7 @@ def make_provider(settings: Settings) -> Provider:
 
     return AnthropicProvider(settings.model, api_key=settings.api_key, base_url=settings.base_url,
                              max_retries=settings.retries, retry_cap_s=settings.retry_cap_s,
-                             prompt_cache=settings.prompt_cache)
+                             prompt_cache=settings.prompt_cache, strict=settings.strict_tools)
 
 
 def default_log_path(settings: Settings) -> Path:
@@ -182,6 +182,14 @@ class Session:
         self.settings = settings
         self.workspace = workspace.resolve()
         self.provider = provider
+        if settings.debug_log:
+            from agent_cli.providers.debug import attach_debug, open_debug
+
+            try:
+                attach_debug(provider, open_debug(settings.debug_log))
+            except (OSError, ValueError) as e:
+                raise UsageError(f"--debug-file {settings.debug_log}: cannot write it ({e}). "
+                                 "Name a file you can write, or use --debug for stderr.") from None
         self.registry = registry
         self.history: list[dict[str, Any]] = history if history is not None else []
         self.log_path = log_path or default_log_path(settings)

@@ -74,6 +74,8 @@ class Common:
     tool_choice: str | None = None
     max_tool_calls: int | None = None
     max_cost_usd: float | None = None
+    debug: bool | None = None
+    debug_file: Path | None = None
 
     def settings(self) -> Settings:
         from agent_cli.config import load_settings
@@ -89,7 +91,9 @@ class Common:
                                  "read_only": True if self.read_only else None,
                                  "tool_choice": self.tool_choice,
                                  "max_tool_calls": self.max_tool_calls,
-                                 "max_cost_usd": self.max_cost_usd}
+                                 "max_cost_usd": self.max_cost_usd,
+                                 "debug_log": str(self.debug_file) if self.debug_file
+                                 else "-" if self.debug else None}
         if self.script and not self.provider:
             flags["provider"] = "scripted"
         return load_settings(self.config, flags)
@@ -150,6 +154,13 @@ _COMMON_OPTIONS: dict[str, Any] = {
     "max_cost_usd": Annotated[Optional[float], typer.Option(  # noqa: UP045
         "--max-cost-usd", metavar="USD", min=0.0,
         help="Dollars the session may spend (needs config prices); it ends when reached.")],
+    "debug": Annotated[Optional[bool], typer.Option(  # noqa: UP045
+        "--debug", "-v",
+        help="Print every request body and reply to stderr, redacted: the exact tool schemas "
+        "and messages sent.")],
+    "debug_file": Annotated[Optional[Path], typer.Option(  # noqa: UP045
+        "--debug-file", metavar="FILE",
+        help="Like --debug, into FILE (created 0600, appended to).")],
 }
 
 
