@@ -327,7 +327,8 @@ def load_settings(config_file: Path | None = None, flags: dict[str, Any] | None 
             top = str(err["loc"][0]) if err["loc"] else ""
             where = origins.get(top, "defaults")
             lines.append(f"Bad setting {loc} (from {where}): {_explain(err)}.")
-        lines.append("See config.example.toml for every setting and its default.")
+        lines.append("See config.example.toml (`agent-cli config example` prints it) for every "
+                     "setting and its default.")
         raise ConfigError("\n".join(lines)) from None
     read = [user_file] if user_file.is_file() else []
     settings._config_files = tuple(str(p) for p in [*read, *([config_file] if config_file else [])])

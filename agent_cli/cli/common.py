@@ -114,7 +114,8 @@ _COMMON_OPTIONS: dict[str, Any] = {
         help="Extra plugin folder; repeat for more. Never loaded implicitly.")],
     "config": Annotated[Optional[Path], typer.Option(  # noqa: UP045
         "--config", metavar="FILE",
-        help="Settings file (TOML) on top of AGENT_CLI_HOME/config.toml.")],
+        help="Settings file (TOML) on top of your config file (`agent-cli config path`: "
+        "~/.config/agent-cli/config.toml, or $AGENT_CLI_HOME/config.toml when that is set).")],
     "log": Annotated[Optional[Path], typer.Option(  # noqa: UP045
         "--log", metavar="FILE",
         help="Session log file; an existing one is appended to, its chain continued.")],
