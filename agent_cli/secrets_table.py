@@ -262,6 +262,12 @@ _RULES: tuple[_Rule, ...] = (
     _k("sidekiq", "sidekiq|bundle_enterprise__contribsys__com", f"{_HEX}{{8}}:{_HEX}{{8}}"),
     _k("twitch", "twitch", "[a-z0-9]{30}"),
     _k("lob", "lob", f"(?:live|test)_[a-f0-9]{{35}}|(?:test|live)_pub_{_HEX}{{31}}"),
+    _Rule("braintree", _prefixed("access_token\\$production\\$", f"[0-9a-z]{{16}}\\$"
+                                 f"{_HEX}{{32}}"), 0, ("access_token$production$",)),
+    _p("defined_networking", "dnkey-", f"[{_TOK}=]{{26}}-[{_TOK}=]{{52}}"),
+    _k("adafruit", "adafruit", f"[{_TOK}]{{32}}"),
+    _k("mattermost", "mattermost", f"[{_AN}]{{26}}"),
+    _k("launchdarkly", "launchdarkly", f"(?:api|sdk|mob)-{_UUID}"),
     _k("aws_secret", "aws", "[A-Za-z0-9/+]{40}"),
     # An AWS secret access key beside its key id, as in a credentials CSV line
     # (`alice,,AKIA...,wJalr...`): the 40-character secret goes, then the id below.
