@@ -148,7 +148,12 @@ class Settings(BaseModel):
     log_dir: str | None = None
     """Where session logs go; default AGENT_CLI_HOME/sessions."""
     redact_patterns: list[str] = []
-    """Extra regular expressions redacted from the log as [REDACTED:custom]."""
+    """Extra regular expressions redacted from the log (and from what the model is sent) as
+    [REDACTED:custom]."""
+    redact_results: bool = True
+    """Hide secrets (the shapes of the log redactor) in tool results before the model sees them;
+    the screen says how many, and `/show N` shows the result whole. Error texts are always
+    redacted before the model, whatever this says."""
     deny: list[DenyRule] = []
     """Calls refused before any panel, e.g. [[deny]] tool = "run_command",
     args = {command = "*rm -rf*"}."""
@@ -195,9 +200,18 @@ class Settings(BaseModel):
     """Offer only read tools and refuse every write call before a panel."""
     tool_choice: str = Field("auto", pattern=r"^(auto|any|none|[a-zA-Z0-9_-]{1,64})$")
     """auto (the model decides), any (it must call some tool), none (no calls), or a tool name
-    (it must call that tool)."""
+    (it must call that tool). The host holds the model to it: a call outside it is refused."""
+    tool_choice_after_call: Literal["auto", "keep"] = "auto"
+    """A forced choice (any or a tool name) applies to the first request of each turn; after the
+    model's calls the turn goes on with auto, so it can answer. keep: every request is forced
+    (the model can then never answer; the turn ends on a limit)."""
+    debug_log: str | None = None
+    """Write every request body and reply, redacted, here ("-": stderr); --debug / -v and
+    --debug-file FILE set it for one run. Off by default."""
     strict_tools: bool = True
-    """OpenAI provider: send schemas that fit strict mode with `strict: true`."""
+    """Send `strict: true` with tool schemas that fit strict mode: OpenAI, every schema that has
+    a strict form (optional arguments made nullable); Anthropic, schemas already in strict form
+    (all properties required, no others, no numeric or length bounds)."""
     skills_dirs: list[str] = []
     """Folders of Agent Skills (NAME/SKILL.md); never read from the workspace unless named."""
     max_tool_calls: int | None = Field(None, ge=1)
@@ -326,7 +340,8 @@ def load_settings(config_file: Path | None = None, flags: dict[str, Any] | None 
             top = str(err["loc"][0]) if err["loc"] else ""
             where = origins.get(top, "defaults")
             lines.append(f"Bad setting {loc} (from {where}): {_explain(err)}.")
-        lines.append("See config.example.toml for every setting and its default.")
+        lines.append("See config.example.toml (`agent-cli config example` prints it) for every "
+                     "setting and its default.")
         raise ConfigError("\n".join(lines)) from None
     read = [user_file] if user_file.is_file() else []
     settings._config_files = tuple(str(p) for p in [*read, *([config_file] if config_file else [])])

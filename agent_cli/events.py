@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter
 
 LOG_FORMAT_VERSION = 1
 
@@ -170,6 +170,21 @@ class ToolResultEvent(EventBase):
     """Seconds the tool ran (0 for a call that did not run)."""
     truncated: bool = False
     """The output cap cut the middle of the result."""
+    hidden: list[str] = []
+    """Kinds of the secrets replaced by [REDACTED:kind] in `content` before the model saw it
+    (one entry per secret): the person is told, and `/show N` shows the result whole."""
+    _whole: str | None = PrivateAttr(default=None)
+    """The result before secrets were hidden from the model: for the person's own screen only,
+    never logged or printed as an event (a private attribute is not part of the record)."""
+
+    def with_whole(self, text: str) -> ToolResultEvent:
+        """Keep the unredacted text beside the event, for `/show N` in this process."""
+        self._whole = text
+        return self
+
+    def whole(self) -> str:
+        """What the tool returned, secrets included when they were hidden from the model."""
+        return self._whole if self._whole is not None else self.content
 
 
 class ErrorEvent(EventBase):

@@ -32,6 +32,7 @@ from agent_cli.conversation import (
 )
 from agent_cli.errors import ModelFailed, ProviderError, TurnLimitReached, TurnStop, UserInterrupted
 from agent_cli.providers.base import ModelRequest, ModelResponse, Provider
+from agent_cli.redact import Redactor, default_redactor
 from agent_cli.tool_calls import (
     INTERRUPTED,
     CallRunner,
@@ -114,13 +115,24 @@ class Loop(CallRunner):
         self.effects: EffectRecorder | None = None
         """Snapshots around approved write calls for undo; None records nothing."""
         self.tool_choice = "auto"
-        """auto | any | none | a tool name, sent with every request (providers translate it)."""
+        """auto | any | none | a tool name (providers translate it). A forced one (any, a name)
+        is sent with the first request of a turn, then auto (see `tool_choice_after_call`)."""
+        self.tool_choice_after_call = "auto"
+        """auto: a forced choice returns to auto after the first request of a turn; keep: every
+        request carries it."""
+        self._choice_sent = "auto"
+        """The choice of the request whose reply is being answered (calls outside it are
+        refused: tool_calls.CallRunner._outside_choice)."""
+        self._requests_in_turn = 0
         self.cost: Callable[[], float | None] | None = None
         """Dollars spent so far in the session, for `limits.max_cost_usd` (the usage meter)."""
         self.tool_calls = 0
         """Tool calls the model made in this session, for `limits.max_tool_calls`."""
         self._repeat_note: str | None = None
         """Appended to the next successful result: the model repeated one call (see _run_calls)."""
+        self.redactor: Redactor = default_redactor()
+        """Hides secrets from the model in results (the session sets the log's, with config
+        redact_patterns)."""
 
     # -- a user turn -------------------------------------------------------------------------
 
@@ -156,6 +168,7 @@ class Loop(CallRunner):
         """Requests and calls until the model answers; returns its stop reason. Anything that
         ends the turn short of an answer raises a TurnStop."""
         failures = FailureTracker(self.limits.repeat_failures)
+        self._requests_in_turn = 0
         for _request in range(self.limits.max_turns):
             spent = self.budget_spent()
             if spent is not None:
@@ -304,19 +317,32 @@ class Loop(CallRunner):
         messages, system = history, self.system
         for hook in self.hooks:
             messages, system = hook(messages, system)
+        self._choice_sent = self._choice_now()
+        self._requests_in_turn += 1
         request = ModelRequest(
             messages=messages,
             tools=self.registry.specs(),
             system=system,
             max_tokens=self.limits.max_tokens,
             model=self.provider.model,
-            tool_choice=self.tool_choice,
+            tool_choice=self._choice_sent,
         )
         return self.provider.complete(
             request,
             lambda t: self.emit(ev.TextDelta(t)),
             lambda m: self.emit(ev.Notice(message=m, kind="retry")),
         )
+
+    def _choice_now(self) -> str:
+        """The tool choice of the next request. A forced choice makes the model call a tool
+        whatever it has learnt; sent on every request, the model could never answer (an API that
+        obeys it makes the turn end on the repeat or max_turns limit), so after the first
+        request of a turn it is auto again, as the OpenAI Agents SDK does. `none` stays."""
+        choice = self.tool_choice
+        if choice in ("auto", "none") or self.tool_choice_after_call == "keep":
+            return choice
+        return choice if self._requests_in_turn == 0 else "auto"
+
 
 STOP_NOTICES = {
     "max_tokens": ("The reply was cut off at the output limit (max_tokens {max_tokens}); the "

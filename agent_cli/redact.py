@@ -29,14 +29,16 @@ from functools import cache, lru_cache
 from typing import Any
 
 from agent_cli.secrets_table import (
+    CASED_SHAPE_HINTS,
     SHAPE_HINTS,
+    SHAPE_RULE_HINTS,
     SHAPES,
     is_secret_env_name,
     is_secret_name,
     secret_kind_of_name,
 )
 
-__all__ = ["Redactor", "default_redactor", "is_secret_name"]
+__all__ = ["Redactor", "default_redactor", "hidden_kinds", "is_secret_name"]
 
 
 def _marker(kind: str) -> str:
@@ -46,7 +48,7 @@ def _marker(kind: str) -> str:
 # A value that starts as already redacted, optionally after the word Bearer
 # ("Bearer [REDACTED:jwt]' -X POST ..."): left alone, which makes
 # redaction idempotent and keeps the more precise kind of the shape rules.
-_ALREADY = re.compile(r"(?:(?i:bearer)[ \t]+)?\[REDACTED:[A-Za-z0-9_-]+\]")
+_ALREADY = re.compile(r"(?:(?i:bearer|basic)[ \t]+)?\[REDACTED:[A-Za-z0-9_-]+\]")
 
 # --- token shapes: the shared table (agent_cli/secrets_table.py) -------------------------
 
@@ -143,13 +145,65 @@ def _shape_replacer(kind: str, group: int) -> Callable[[re.Match[str]], str]:
 _SHAPE_SUBS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str]], ...] = tuple(
     (pattern, _shape_replacer(kind, group)) for kind, pattern, group in _SHAPES
 )
+_GUARDED_SUBS: tuple[tuple[tuple[str, ...], tuple[str, ...], re.Pattern[str],
+                           Callable[[re.Match[str]], str]], ...] = tuple(
+    (tuple(h for h in hints if h in SHAPE_HINTS), tuple(h for h in hints if h not in SHAPE_HINTS),
+     pattern, replace)
+    for hints, (pattern, replace) in zip(SHAPE_RULE_HINTS, _SHAPE_SUBS, strict=True))
+"""Each shape with its hints (lower-case ones, then those compared as written)."""
+
+
+def _shapes(s: str) -> str:
+    """Every shape whose hint the text holds, in the table's order (the others cannot match).
+    A replacement changes the text, so the hints are looked for again after one."""
+    low = s.lower()
+    for lower_hints, cased_hints, pattern, replace in _GUARDED_SUBS:
+        for hint in lower_hints:
+            if hint in low:
+                break
+        else:
+            for hint in cased_hints:
+                if hint in s:
+                    break
+            else:
+                continue
+        new = pattern.sub(replace, s)
+        if new != s:
+            s, low = new, new.lower()
+    return s
 
 _ENV_HINTS = tuple(_MARKERS.split("|"))
 """A NAME=value rule changes a text only for a name (ASCII by `_NAME_CHARS`) that
 `is_secret_name` accepts, and every such name holds one of these markers in some case."""
 
 
-_HINT_RE = re.compile("|".join(map(re.escape, SHAPE_HINTS)))
+def _trie_pattern(words: tuple[str, ...]) -> re.Pattern[str]:
+    """One regex matching any of `words`, written as a trie (`a(?:bc|d)` for abc and ad): the
+    engine then tries at each position only the branches of the character found there, instead
+    of every word in turn (3x faster with the table's 150 hints)."""
+    trie: dict[str, Any] = {}
+    for word in words:
+        node = trie
+        for ch in word:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def build(node: dict[str, Any]) -> str:
+        alts = [re.escape(ch) + build(sub) for ch, sub in sorted(node.items()) if ch]
+        if not alts:
+            return ""
+        body = alts[0] if len(alts) == 1 and "" not in node else f"(?:{'|'.join(alts)})"
+        return body + "?" if "" in node else body
+
+    return re.compile(build(trie))
+
+
+_SHORT_CASED = tuple(h for h in CASED_SHAPE_HINTS if len(h) <= 2)
+"""Cased hints too short to look for lower-cased (`SK` would find every "task")."""
+_LOWER_HINTS = tuple(sorted(set(SHAPE_HINTS) | {h.lower() for h in CASED_SHAPE_HINTS
+                                                if h not in _SHORT_CASED}))
+"""Every other hint, lower-cased: a cased hint in the text is in its lower-cased form too."""
+_HINT_RE = _trie_pattern(_LOWER_HINTS)
 _ENV_HINT_RE = re.compile("|".join(_ENV_HINTS))
 _SHORT = 128
 """Below this length one regex search over the hints is cheapest; above, one `in` per hint."""
@@ -160,11 +214,14 @@ def _may_hold_secret(s: str) -> bool:
     strings of an event hold no hint, so they cost a `lower` and a search for the hints instead
     of one regex pass per rule)."""
     low = s.lower()
+    for hint in _SHORT_CASED:
+        if hint in s:
+            return True
     if len(s) < _SHORT:
         if _HINT_RE.search(low) is not None:
             return True
     else:
-        for hint in SHAPE_HINTS:
+        for hint in _LOWER_HINTS:
             if hint in low:
                 return True
     return ("=" in s or ":" in s) and _ENV_HINT_RE.search(low) is not None
@@ -209,9 +266,7 @@ class Redactor:
     def text(self, s: str) -> str:
         """Redact every secret found in ``s``: shapes first, then NAME=value, then custom."""
         if _may_hold_secret(s):
-            for pattern, replace in _SHAPE_SUBS:
-                s = pattern.sub(replace, s)
-            s = _ENV.sub(_env_replace, s)
+            s = _ENV.sub(_env_replace, _shapes(s))
         for pattern in self.extra_patterns:
             s = pattern.sub(_custom_replace, s)
         return s
@@ -248,6 +303,25 @@ class Redactor:
         if _ALREADY.fullmatch(shaped):
             return shaped
         return _marker(_secret_kind(key))
+
+
+_MARKER_RE = re.compile(r"\[REDACTED:([A-Za-z0-9_-]+)\]")
+
+
+def hidden_kinds(before: str, after: str) -> list[str]:
+    """The kinds of the markers redaction added to `before` to give `after`, one per secret (a
+    marker already in `before` is not counted), in the order they appear."""
+    had: dict[str, int] = {}
+    for m in _MARKER_RE.finditer(before):
+        had[m.group(1)] = had.get(m.group(1), 0) + 1
+    kinds: list[str] = []
+    for m in _MARKER_RE.finditer(after):
+        kind = m.group(1)
+        if had.get(kind, 0) > 0:
+            had[kind] -= 1
+        else:
+            kinds.append(kind)
+    return kinds
 
 
 @cache

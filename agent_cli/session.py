@@ -64,7 +64,7 @@ def make_provider(settings: Settings) -> Provider:
 
     return AnthropicProvider(settings.model, api_key=settings.api_key, base_url=settings.base_url,
                              max_retries=settings.retries, retry_cap_s=settings.retry_cap_s,
-                             prompt_cache=settings.prompt_cache)
+                             prompt_cache=settings.prompt_cache, strict=settings.strict_tools)
 
 
 def default_log_path(settings: Settings) -> Path:
@@ -79,7 +79,8 @@ def limits_of(settings: Settings) -> Limits:
                   repeat_failures=settings.repeat_failures,
                   max_panels_after_denial=settings.max_panels_after_denial,
                   max_read_bytes=settings.max_read_bytes,
-                  max_tool_calls=settings.max_tool_calls, max_cost_usd=settings.max_cost_usd)
+                  max_tool_calls=settings.max_tool_calls, max_cost_usd=settings.max_cost_usd,
+                  redact_results=settings.redact_results)
 
 
 def session_scope(settings: Settings, registry: Registry, extra: Scope | None = None
@@ -184,6 +185,14 @@ class Session:
         self.settings = settings
         self.workspace = workspace.resolve()
         self.provider = provider
+        if settings.debug_log:
+            from agent_cli.providers.debug import attach_debug, open_debug
+
+            try:
+                attach_debug(provider, open_debug(settings.debug_log))
+            except (OSError, ValueError) as e:
+                raise UsageError(f"--debug-file {settings.debug_log}: cannot write it ({e}). "
+                                 "Name a file you can write, or use --debug for stderr.") from None
         self.registry = registry
         self.history: list[dict[str, Any]] = history if history is not None else []
         self.log_path = log_path or default_log_path(settings)
@@ -232,6 +241,8 @@ class Session:
                          limits=limits_of(settings), system=f"{base}\n\n{note}" if note else base,
                          hooks=hooks)
         self.loop.tool_choice = settings.tool_choice
+        self.loop.tool_choice_after_call = settings.tool_choice_after_call
+        self.loop.redactor = self.log.redactor
         self.loop.cost = self.usage.spent  # every model of the session, at its price
         self.loop.sandbox = self.sandbox
         self.loop.effects = self.effects

@@ -22,6 +22,7 @@ from agent_cli.calls import Call, Decision, Denied, approval_event
 from agent_cli.config import default_of
 from agent_cli.conversation import ToolResultBlock, ToolUseBlock, tool_result, use_id
 from agent_cli.errors import ToolFailed, UserInterrupted
+from agent_cli.redact import Redactor, hidden_kinds
 from agent_cli.tools.base import Tool, ToolContext, ToolOutput, canonical_json
 from agent_cli.tools.path_args import path_refusal
 from agent_cli.tools.paths import protected_roots
@@ -69,6 +70,8 @@ class Limits:
     """Tool calls in the whole session (every call the model made counts, run or not)."""
     max_cost_usd: float | None = None
     """Dollars the whole session may spend (Loop.cost says how much it has)."""
+    redact_results: bool = default_of("redact_results")
+    """Hide secrets in successful results from the model too (errors always are)."""
 
 
 class EffectRecorder(Protocol):
@@ -165,6 +168,8 @@ class CallRunner:
     _reply: _ReplyState
     _repeat_note: str | None
     _answers: dict[str, ToolResultBlock]
+    redactor: Redactor
+    _choice_sent: str
 
     def _run_calls(self, uses: list[ToolUseBlock], failures: FailureTracker) -> None:
         """Answer every call of one reply into `_answers`, in order. Raises UserInterrupted on
@@ -201,6 +206,10 @@ class CallRunner:
         name = use.get("name")
         raw_input = use.get("input")
         self._propose(call_id, name, raw_input)
+        outside = self._outside_choice(str(name))
+        if outside is not None:
+            self.emit(ev.ToolInvalid(id=call_id, name=str(name), reason=outside))
+            return self._result(call_id, str(name), outside, True, 0.0)
         try:
             call = self.registry.validate(call_id, name, raw_input, workspace=str(self.workspace))
         except CallRejected as e:
@@ -226,6 +235,20 @@ class CallRunner:
         if isinstance(decision, Denied):
             return self._result(call_id, call.name, _denial_text(decision), True, 0.0)
         return self._execute(call, ctx)
+
+    def _outside_choice(self, name: str) -> str | None:
+        """Why a call is outside the tool choice its request carried, or None. The model
+        proposes, the host disposes: an API that ignores the choice (or a server in between)
+        must not get a call run that the choice ruled out. Refused like an unknown tool: no
+        panel, an error result that says why."""
+        choice = self._choice_sent
+        if choice == "none":
+            return ("Refused: this request was sent with tool_choice none (no tool calls), so "
+                    f"the call to {name} was not run. Answer in text.")
+        if choice not in ("auto", "any") and name != choice:
+            return (f"Refused: this request required a call to {choice} (tool_choice), so the "
+                    f"call to {name} was not run. Call {choice}, or answer in text.")
+        return None
 
     def _decide(self, call: Call) -> Decision:
         """The gate's decision, unless the reply has used up its panels after a denial. The gate
@@ -377,18 +400,32 @@ class CallRunner:
         if not is_error and self._repeat_note:
             content += self._repeat_note  # logged and sent alike
         self._repeat_note = None
+        whole = content
+        # Secrets never reach the model in an error (an exception quoting a connection string),
+        # and by default not in a result either (a file holding a key). Before the cap: a cut
+        # through the middle of a key would leave half of it unrecognised.
+        hidden: list[str] = []
+        if is_error or self.limits.redact_results:
+            redacted = self.redactor.text(content)
+            if redacted != content:
+                hidden = hidden_kinds(content, redacted)
+                content = redacted + _hidden_note(hidden)
         capped, truncated = cap_output(content, self.limits.output_cap)
         block = tool_result(call_id, capped, is_error, images or ())
         # Kept before it is logged: a Ctrl-C inside a sink then still finds this result, and
         # the call is not answered (and logged) a second time.
         self._answers[call_id] = block
-        self._emit_result(call_id, name, capped, is_error, duration, truncated)
+        self._emit_result(call_id, name, capped, is_error, duration, truncated, hidden,
+                          whole if hidden else None)
         return block
 
     def _emit_result(self, call_id: str, name: str, content: str, is_error: bool,
-                     duration: float, truncated: bool) -> None:
-        self.emit(ev.ToolResultEvent(id=call_id, name=name, is_error=is_error, content=content,
-                                     duration=round(duration, 6), truncated=truncated))
+                     duration: float, truncated: bool, hidden: list[str] | None = None,
+                     whole: str | None = None) -> None:
+        event = ev.ToolResultEvent(id=call_id, name=name, is_error=is_error, content=content,
+                                   duration=round(duration, 6), truncated=truncated,
+                                   hidden=hidden or [])
+        self.emit(event.with_whole(whole) if whole is not None else event)
 
     def _propose(self, call_id: str, name: Any, raw_input: Any) -> None:
         """Every call the model made is logged as a proposal once, run or not."""
@@ -400,6 +437,14 @@ class CallRunner:
         call_id = use_id(use, index)
         self._propose(call_id, use.get("name"), use.get("input"))
         return self._result(call_id, str(use.get("name")), why, True, 0.0)
+
+
+def _hidden_note(kinds: list[str]) -> str:
+    """The mark in the result itself: the model learns that something was hidden, and why."""
+    n = len(kinds)
+    return (f"\n\n[agent-cli hid {n} secret{'s' if n != 1 else ''} from this result "
+            f"({', '.join(sorted(set(kinds)))}) before sending it to you; the user can see "
+            f"{'them' if n != 1 else 'it'}. Do not ask for {'them' if n != 1 else 'it'}.]")
 
 
 def _denial_text(decision: Denied) -> str:

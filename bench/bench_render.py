@@ -215,6 +215,19 @@ def main(argv: list[str] | None = None) -> int:
             final.add(b)
         print(f"  {n // 1000:>4} KB: streamed + rendered {whole.fmt('ms', 0)}; final Markdown "
               f"render alone {final.fmt('ms', 0)}")
+    header("4. the HTML replay's Markdown (log/html_text.py), hostile emphasis `*a `, CPU time "
+           "(goal: 60 KB < 0.5 s)")
+    from agent_cli.log.html_text import markdown as html_markdown
+
+    html_markdown("warm-up")
+    for size in (15_000, 30_000, 60_000):
+        spent = Stats()
+        for _ in range(max(1, args.repeat // 2)):
+            t0 = time.process_time()
+            html_markdown("*a " * (size // 3))
+            spent.add(time.process_time() - t0)
+        verdict = "" if size != 60_000 else (" goal MET" if spent.median < 0.5 else " goal MISSED")
+        print(f"  {size // 1000:>4} KB: {spent.fmt('s', 3)}{verdict}")
     print(f"peak RSS of this process: {_peak():.0f} MB")
     return 0
 

@@ -152,8 +152,8 @@ VALUE = fake("", "not-real-", 18)
         (f"'Api-Key': '{VALUE}'", "'Api-Key': '[REDACTED:env]'"),
         (f"secret_key = {VALUE}", "secret_key = [REDACTED:env]"),
         (f'api_key = "{VALUE}"', 'api_key = "[REDACTED:env]"'),
-        (f"aws_secret_access_key = {AWS_SECRET}", "aws_secret_access_key = [REDACTED:aws]"),
-        (f"AWS_SECRET_ACCESS_KEY={AWS_SECRET}", "AWS_SECRET_ACCESS_KEY=[REDACTED:aws]"),
+        (f"aws_secret_access_key = {AWS_SECRET}", "aws_secret_access_key = [REDACTED:aws_secret]"),
+        (f"AWS_SECRET_ACCESS_KEY={AWS_SECRET}", "AWS_SECRET_ACCESS_KEY=[REDACTED:aws_secret]"),
         (f"openaiKey='{VALUE}'", "openaiKey='[REDACTED:env]'"),
         (f"OpenAIKey: {VALUE}", "OpenAIKey: [REDACTED:env]"),
         (f"key: {VALUE}", "key: [REDACTED:env]"),
@@ -335,7 +335,7 @@ def test_value_redacts_nested_json_like_data() -> None:
 def test_value_secret_keys_are_case_insensitive_and_kind_aware() -> None:
     out = R.value({"AWS_SECRET_ACCESS_KEY": AWS_SECRET, "Password": "x", "SECRET": "${S}"})
     assert out == {
-        "AWS_SECRET_ACCESS_KEY": "[REDACTED:aws]",
+        "AWS_SECRET_ACCESS_KEY": "[REDACTED:aws_secret]",
         "Password": "[REDACTED:env]",
         "SECRET": "${S}",
     }

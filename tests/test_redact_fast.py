@@ -7,13 +7,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agent_cli import redact
-from agent_cli.secrets_table import SHAPE_HINTS, SHAPES
+from agent_cli.secrets_table import CASED_SHAPE_HINTS, SHAPE_HINTS, SHAPE_RULE_HINTS, SHAPES
 from tests.adversarial.test_secret_shapes import NAMES, PLAIN_VALUES, VALUES
+from tests.adversarial.test_secret_table import CASES
 
 R = redact.Redactor()
 EXTRA = ["https://hooks.slack.com/services/T000/B000/XXXXXXXX"]
 """Shapes the shared fixtures do not exercise."""
-CORPUS = [t for _c, t, _s in VALUES] + EXTRA
+CORPUS = [t for _c, t, _s in VALUES] + EXTRA + [c[1] for c in CASES]
+NEAR_MISSES = [c[3] for c in CASES]
 
 
 def every_rule(s: str) -> str:
@@ -26,12 +28,21 @@ def every_rule(s: str) -> str:
 def test_every_shape_fixture_holds_a_hint() -> None:
     """A shape whose matches hold no hint would be skipped: every fixture match must hold one."""
     matched = 0
-    for text in CORPUS:
-        for _kind, pattern, _group in SHAPES:
+    for text in CORPUS + NEAR_MISSES:
+        for (_kind, pattern, _group), hints in zip(SHAPES, SHAPE_RULE_HINTS, strict=True):
+            assert hints
             for m in pattern.finditer(text):
                 matched += 1
-                assert any(h in m.group(0).lower() for h in SHAPE_HINTS), (pattern, m.group(0))
+                found = m.group(0)
+                assert any(h in found.lower() if h in SHAPE_HINTS else h in found
+                           for h in hints), (pattern, found)
     assert matched >= len(SHAPES)
+
+
+def test_every_hint_is_in_one_of_the_two_lists() -> None:
+    for hints in SHAPE_RULE_HINTS:
+        for hint in hints:
+            assert (hint in SHAPE_HINTS) != (hint in CASED_SHAPE_HINTS), hint
 
 
 def test_every_shape_has_a_fixture_match() -> None:
@@ -41,7 +52,7 @@ def test_every_shape_has_a_fixture_match() -> None:
 
 
 def test_fixtures_redact_the_same() -> None:
-    texts = CORPUS + PLAIN_VALUES
+    texts = CORPUS + PLAIN_VALUES + NEAR_MISSES
     texts += [f"{n}=hunter2x" for n in NAMES] + [f'"{n}": "s3cr3tvalue"' for n in NAMES]
     for text in texts:
         assert R.text(text) == every_rule(text), text
@@ -57,7 +68,10 @@ def test_text_without_a_hint_skips_the_rules() -> None:
 # case changed, neighbouring words), separators, and characters case-insensitive regexes treat
 # specially (Kelvin sign, dotless i, long s, dotted capital I).
 _SECRETS = CORPUS
-_PIECES = _SECRETS + PLAIN_VALUES + NAMES + [
+_PIECES = _SECRETS + PLAIN_VALUES + NAMES + NEAR_MISSES + [
+    "gsk_", "SK", "key-", "-us1", "shpat_", "dapi", "API-", "YC", ":AA", "Q~", "sig=", "sl.",
+    "AccountKey=", "Authorization: Basic ", "basic ", "twilio=", "aws_secret=", "LS0tLS1CRUdJTi",
+    "0123456789abcdef0123456789abcdef", "pypi-AgEIcHlwaS5vcmc", "sntrys_", "EAAA", "A3T",
     "sk-", "sk-ant-", "sk_live_", "ghp_", "AKIA", "eyJ", "Bearer ", "BEARER ", "bearer x",
     "://", "://u:", "@", "-u ", "--user=", "password ", "machine h", "login ", "\n", " ", "\t",
     "=", ":", "==", "::", "=>", '"', "'", '\\"', ",", "KEY", "Key", "tOkEn", "pAsS", "pw",

@@ -13,6 +13,10 @@ APP_HELP = (
 
 VERSION_HELP = "Print the version (agent-cli X.Y.Z) and exit."
 HELP_HELP = "Show this message and exit."
+INSTALL_COMPLETION_HELP = "Install completion for the current shell."
+SHOW_COMPLETION_HELP = ("Show completion for the current shell, to copy it or customize the "
+                        "installation.")
+"""typer's own texts for its two completion options (the quick help prints them too)."""
 
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "chat": ("agent_cli.cli.chat",
@@ -34,6 +38,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "log": ("agent_cli.cli.log", "Check and list session logs."),
     "mcp": ("agent_cli.cli.mcp", "MCP servers: their state, tools, and changed tool "
             "definitions."),
+    "config": ("agent_cli.cli.config_cmd", "Print the example config file, or where your "
+               "config file is read from."),
 }
 """name -> (module with a `register(app)` function, the summary `agent-cli --help` shows), in
 the order --help lists them. The summary is the command's own first sentence (a test checks)."""

@@ -207,7 +207,7 @@ def _open(common: Common, term: Terminal, signals: TerminationSignals, plain: bo
     keys = term.keys()
     approver = term.approver(console, keys)
     markdown = not plain and common.settings().render != "plain"
-    view = TerminalView(Renderer(console), console, markdown=markdown, spinner=markdown)
+    view = TerminalView(Renderer(console, repl=True), console, markdown=markdown, spinner=markdown)
     session = open_session(common, approver=EndingApprover(approver, signals), sinks=[view],
                            history=history, continues=continues)
     return _Opened(console, keys, view, session)

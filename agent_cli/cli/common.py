@@ -75,6 +75,8 @@ class Common:
     tool_choice: str | None = None
     max_tool_calls: int | None = None
     max_cost_usd: float | None = None
+    debug: bool | None = None
+    debug_file: Path | None = None
 
     def settings(self) -> Settings:
         from agent_cli.config import load_settings
@@ -90,7 +92,9 @@ class Common:
                                  "read_only": True if self.read_only else None,
                                  "tool_choice": self.tool_choice,
                                  "max_tool_calls": self.max_tool_calls,
-                                 "max_cost_usd": self.max_cost_usd}
+                                 "max_cost_usd": self.max_cost_usd,
+                                 "debug_log": str(self.debug_file) if self.debug_file
+                                 else "-" if self.debug else None}
         if self.script and not self.provider:
             flags["provider"] = "scripted"
         return load_settings(self.config, flags)
@@ -111,7 +115,8 @@ _COMMON_OPTIONS: dict[str, Any] = {
         help="Extra plugin folder; repeat for more. Never loaded implicitly.")],
     "config": Annotated[Optional[Path], typer.Option(  # noqa: UP045
         "--config", metavar="FILE",
-        help="Settings file (TOML) on top of AGENT_CLI_HOME/config.toml.")],
+        help="Settings file (TOML) on top of your config file (`agent-cli config path`: "
+        "~/.config/agent-cli/config.toml, or $AGENT_CLI_HOME/config.toml when that is set).")],
     "log": Annotated[Optional[Path], typer.Option(  # noqa: UP045
         "--log", metavar="FILE",
         help="Session log file; an existing one is appended to, its chain continued.")],
@@ -151,6 +156,13 @@ _COMMON_OPTIONS: dict[str, Any] = {
     "max_cost_usd": Annotated[Optional[float], typer.Option(  # noqa: UP045
         "--max-cost-usd", metavar="USD", min=0.0,
         help="Dollars the session may spend (needs config prices); it ends when reached.")],
+    "debug": Annotated[Optional[bool], typer.Option(  # noqa: UP045
+        "--debug", "-v",
+        help="Print every request body and reply to stderr, redacted: the exact tool schemas "
+        "and messages sent.")],
+    "debug_file": Annotated[Optional[Path], typer.Option(  # noqa: UP045
+        "--debug-file", metavar="FILE",
+        help="Like --debug, into FILE (created 0600, appended to).")],
 }
 
 

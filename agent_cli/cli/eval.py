@@ -41,6 +41,10 @@ def register(app: typer.Typer) -> None:
         jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, metavar="N",
                                           help="Trials run at once, each in its own process "
                                           "(the report is the same as a serial run's).")] = 1,
+        ks: Annotated[Optional[str], typer.Option(  # noqa: UP045 (typer needs Optional)
+            "--k", metavar="K,K,...",
+            help="The ks of the pass@k / pass^k table, e.g. 1,2,4 (default: every k from 1 to "
+            "--trials).")] = None,
         log_dir: Annotated[Optional[Path], typer.Option(  # noqa: UP045 (typer needs Optional)
             "--log-dir", metavar="DIR",
             help="Where the trials' session logs go (default: a new eval-* folder in the "
@@ -63,7 +67,7 @@ def register(app: typer.Typer) -> None:
         from rich.console import Console
 
         from agent_cli.eval.answers import AnswerSource, apply_answers
-        from agent_cli.eval.report import all_passed, build_report, text_lines
+        from agent_cli.eval.report import all_passed, build_report, parse_ks, text_lines
         from agent_cli.eval.runner import plan, run_suite
         from agent_cli.eval.tasks import load_tasks
         from agent_cli.ui.safe_rich import safe
@@ -74,6 +78,10 @@ def register(app: typer.Typer) -> None:
             raise fail("eval copies each task's own workspace and writes one log per trial: "
                        "drop --workspace and --log (use --log-dir DIR for the logs).",
                        EXIT_USAGE)
+        try:
+            chosen = parse_ks(ks, trials) if ks is not None else None
+        except ValueError as e:
+            raise fail(str(e), EXIT_USAGE) from None
         suite = load_tasks(tasks_file)
         note = apply_answers(suite, AnswerSource(approve_task_answers, answers))
         folder = log_dir if log_dir is not None else _default_log_dir(common)
@@ -83,7 +91,7 @@ def register(app: typer.Typer) -> None:
             err.print(safe(note, "yellow"), soft_wrap=True)
         with _Progress(err, len(specs)) as progress:
             results = run_suite(specs, jobs=jobs, on_done=progress.advance)
-        report = build_report([t.id for t in suite.tasks], results, trials)
+        report = build_report([t.id for t in suite.tasks], results, trials, chosen)
         from agent_cli.write_faults import writing_stdout
 
         with writing_stdout("the eval report"):

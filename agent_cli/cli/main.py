@@ -15,7 +15,14 @@ import sys
 import textwrap
 from pathlib import Path
 
-from agent_cli.cli.catalog import APP_HELP, HELP_HELP, SUBCOMMANDS, VERSION_HELP
+from agent_cli.cli.catalog import (
+    APP_HELP,
+    HELP_HELP,
+    INSTALL_COMPLETION_HELP,
+    SHOW_COMPLETION_HELP,
+    SUBCOMMANDS,
+    VERSION_HELP,
+)
 
 EXIT_INTERRUPTED = 130
 
@@ -60,7 +67,8 @@ def top_help(prog: str, columns: int) -> str | None:
     usage = f"Usage: {prog} [OPTIONS] COMMAND [ARGS]..."
     if len(usage) > width or max(len(n) for n in SUBCOMMANDS) > 28:
         return None
-    options = [("-V, --version", VERSION_HELP), ("-h, --help", HELP_HELP)]
+    options = [("-V, --version", VERSION_HELP), ("--install-completion", INSTALL_COMPLETION_HELP),
+               ("--show-completion", SHOW_COMPLETION_HELP), ("-h, --help", HELP_HELP)]
     lines = [usage, "", _fill(APP_HELP, width, 2), ""]
     lines += [*_rows("Options", options, width), ""]
     lines += _rows("Commands", [(n, summary) for n, (_, summary) in SUBCOMMANDS.items()], width)

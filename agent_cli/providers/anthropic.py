@@ -143,8 +143,12 @@ class AnthropicProvider:
         retry_cap_s: float = 30.0,
         timeout_s: float = 600.0,
         prompt_cache: bool = True,
+        strict: bool = True,
     ) -> None:
         self.model = model
+        self.strict = strict
+        """Send `strict: true` for tools whose schema is already in strict form (config
+        `strict_tools`; providers/strict_schema.is_strict_as_is)."""
         self.prompt_cache = prompt_cache
         """Send cache_control breakpoints (config `prompt_cache`)."""
         self.api_key = api_key or os.environ.get("ANTHROPIC_API_KEY")
@@ -218,7 +222,8 @@ class AnthropicProvider:
             "messages": request.messages,
         }
         if request.tools:
-            kwargs["tools"] = request.tools
+            kwargs["tools"] = [_with_strict(t) for t in request.tools] if self.strict \
+                else request.tools
             kwargs["tool_choice"] = anthropic_tool_choice(request.tool_choice)
         if request.system:
             kwargs["system"] = request.system
@@ -304,6 +309,17 @@ class AnthropicProvider:
                 raise ProviderError(
                     broken_stream_message(f"{type(e).__name__}: {e}"), kind="connection"
                 ) from None
+
+
+def _with_strict(spec: dict[str, Any]) -> dict[str, Any]:
+    """A tool definition with `strict: true` when its schema qualifies as it is (the API then
+    guarantees calls match it); any other is sent unchanged."""
+    from agent_cli.providers.strict_schema import is_strict_as_is
+
+    schema = spec.get("input_schema")
+    if "strict" in spec or not isinstance(schema, dict) or not is_strict_as_is(schema):
+        return spec
+    return {**spec, "strict": True}
 
 
 def _api_message(e: Any) -> str:

@@ -73,3 +73,43 @@ def optional_keys(schema: dict[str, Any]) -> set[str]:
 def drop_nulls(arguments: dict[str, Any], optional: set[str]) -> dict[str, Any]:
     """A null for an optional argument is strict mode's way of leaving it out."""
     return {k: v for k, v in arguments.items() if not (v is None and k in optional)}
+
+
+_UNSUPPORTED_AS_IS = frozenset({
+    "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minLength",
+    "maxLength", "minItems", "maxItems", "uniqueItems", "minProperties", "maxProperties",
+    "patternProperties", "not", "if", "then", "else", "$ref", "default",
+})
+"""Keywords that keep a schema from being sent strict as it is (Anthropic's strict tool use
+accepts a subset of JSON Schema; a numeric bound, for one, would be refused or dropped there)."""
+
+
+def is_strict_as_is(schema: dict[str, Any]) -> bool:
+    """True when a schema already is in strict form, unchanged: every object lists all its
+    properties as required and forbids others, and it uses none of the keywords above. Such a
+    tool is sent to the Anthropic API with `strict: true`; any other is sent as it is (no null
+    rewriting there, so a call's arguments mean the same with or without strict)."""
+    stack: list[Any] = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+            continue
+        if not isinstance(node, dict):
+            continue
+        if _UNSUPPORTED_AS_IS & set(node):
+            return False
+        if node.get("type") == "object" or "properties" in node:
+            props = node.get("properties")
+            if not isinstance(props, dict) or node.get("additionalProperties") is not False:
+                return False
+            if set(node.get("required", [])) != set(props):
+                return False
+            stack.extend(props.values())
+        for key in ("items", "anyOf", "allOf", "oneOf", "$defs"):
+            sub = node.get(key)
+            if isinstance(sub, dict) and key == "$defs":
+                stack.extend(sub.values())
+            elif sub is not None:
+                stack.append(sub)
+    return True

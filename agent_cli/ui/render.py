@@ -32,8 +32,11 @@ def brief_args(value: object, limit: int = 120) -> str:
 
 
 class Renderer:
-    def __init__(self, console: Console) -> None:
+    def __init__(self, console: Console, *, repl: bool = False) -> None:
         self.console = console
+        self.repl = repl
+        """In the chat, where `/show N` prints a result whole (N counts results as shown)."""
+        self._results = 0
         self._streaming = False
         self._proposed: dict[str, object] = {}
         self._reported: set[str] = set()
@@ -66,6 +69,7 @@ class Renderer:
                 c.print(Text("→ ", style="cyan") + safe(event.name, "bold")
                         + safe(" " + brief_args(args), "dim"))
             case ev.ToolResultEvent():
+                self._results += 1
                 self._proposed.pop(event.id, None)
                 if event.id in self._reported:
                     self._reported.discard(event.id)
@@ -99,6 +103,19 @@ class Renderer:
         if cut:
             self.console.print(Text(f"    (+{cut:,} more lines, "
                                     f"{event.duration:.2f} s)", style="dim"))
+        if event.hidden:
+            self.console.print(hidden_line(event.hidden, self._results if self.repl else None))
+
+
+def hidden_line(kinds: list[str], number: int | None) -> Text:
+    """Said under a result whose secrets were hidden from the model; `number`: the result's
+    `/show N` in the chat."""
+    n = len(kinds)
+    after = (f"; `/show {number:d}` shows it to you" if number is not None
+             else " (config redact_results = false sends results whole)")
+    plural = "s" if n != 1 else ""
+    return (Text(f"    agent-cli hid {n:d} secret{plural} from the model: ", style="yellow")
+            + safe(", ".join(sorted(set(kinds))), "yellow") + Text(after, style="yellow"))
 
 
 class StatusOnly:

@@ -245,7 +245,7 @@ class TerminalView:
                 self.results(event)
                 self.renderer(event)
                 _, cut = head_tail(event.content)
-                if cut:
+                if cut and not event.hidden:  # (the renderer's hidden-secrets line says /show)
                     self.console.print(Text(f"    /show {len(self.results.results):d} prints "
                                             "it whole", style="dim"))
                 self.wait("Waiting for the model")
@@ -277,5 +277,5 @@ def show_result(result: ev.ToolResultEvent) -> RenderableType:
     mark = Text("✗ " if result.is_error else "✓ ", style="red" if result.is_error else "green")
     title = Text.assemble(mark, safe(result.name, "bold"), (f"  {result.duration:.2f} s  ", "dim"),
                           safe(result.id, "dim"))
-    return Group(title, safe(result.content, collapse_padding=False))
+    return Group(title, safe(result.whole(), collapse_padding=False))
 

@@ -155,8 +155,11 @@ def test_tool_choice_reaches_the_api(fake: FakeAnthropic, tmp_path: Path, choice
     # and the fake (like the API) refuses those without tool definitions
     assert proc.returncode == 0, proc.stderr
     assert len(fake.requests) == 2
+    # A forced choice is the first request's; after the calls the turn goes on with auto
+    # (tool_choice_after_call), so the model can answer. `none` stays.
+    assert fake.requests[0].body["tool_choice"] == wire
+    assert fake.requests[1].body["tool_choice"] == (wire if choice == "none" else {"type": "auto"})
     for req in fake.requests:
-        assert req.body["tool_choice"] == wire
         assert "read_file" in offered(req)
 
 
