@@ -94,13 +94,29 @@ _NOT_A_SECRET = re.compile(
 _secret_kind = secret_kind_of_name
 
 
+def _errno_texts() -> frozenset[str]:
+    import errno
+    import os
+
+    return frozenset(os.strerror(n).lower() for n in errno.errorcode)
+
+
+_ERRNO_TEXTS = _errno_texts()
+"""The system's error messages ("Permission denied", "No such file or directory"): programs print
+`PATH: MESSAGE`, so `cat: .aws/credentials: Permission denied` looks like a secret assignment
+whose value is only the reason a file could not be read (which the model and the sandbox line
+need)."""
+
+
 def _leave_value(value: str) -> bool:
-    """True for values that need no redaction: empty, placeholders, already redacted."""
+    """True for values that need no redaction: empty, placeholders, already redacted, an error
+    message of the system."""
     stripped = value.strip()
     return (
         not stripped
         or _ALREADY.match(stripped) is not None
         or _NOT_A_SECRET.fullmatch(stripped) is not None
+        or stripped.lower() in _ERRNO_TEXTS
     )
 
 

@@ -99,22 +99,13 @@ def test_installed_wheel_runs_the_demo_headless(tmp_path: Path, wheel: Path) -> 
     dependencies come from this environment's site-packages through a .pth line (their .pth
     files, such as the editable install of this checkout, are not run from there). Then
     `agent-cli chat --demo` runs from a folder far from the repository."""
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True,
-                   timeout=120)
+    venv, env = fresh_venv(tmp_path)
     py = venv / "bin" / "python"
-    site = Path(subprocess.run([str(py), "-c", "import sysconfig; "
-                                "print(sysconfig.get_paths()['purelib'])"], check=True,
-                               capture_output=True, text=True, timeout=60).stdout.strip())
-    (site / "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     subprocess.run([sys.executable, "-m", "pip", "--python", str(py), "install", "-q",
                     "--no-deps", "--no-index", str(wheel)],
                    check=True, capture_output=True, text=True, timeout=300)
     where = tmp_path / "elsewhere"
     where.mkdir()
-    env = {"PATH": f"{venv / 'bin'}:/usr/bin:/bin", "HOME": str(tmp_path / "user"),
-           "AGENT_CLI_HOME": str(tmp_path / "home"), "LANG": "C.UTF-8",
-           "TMPDIR": str(tmp_path)}
     probe = subprocess.run([str(py), "-c", "import agent_cli; print(agent_cli.__file__)"],
                            capture_output=True, text=True, env=env, cwd=where, timeout=60)
     assert probe.stdout.startswith(str(venv)), probe.stdout + probe.stderr

@@ -44,7 +44,8 @@ file always names the file; that of a refused socket names nothing)."""
 _ERRNO_RE = re.compile(r"EACCES|EPERM|Permission denied|Operation not permitted|Errno 13",
                        re.IGNORECASE)
 _QUOTED_PATH = re.compile(r"""['"`‘“]((?:/|~/)[^'"`’”\n]*)['"`’”]""")
-_BARE_PATH = re.compile(r"((?:/|~/)[^\s:'\"]+)\s*:\s*(?:Permission denied|Read-only file system"
+_BARE_PATH = re.compile(r"(?:^|(?<=[\s'\"`(=,\[]))((?:/|~/)[^\s:'\"]+)\s*:\s*"
+                        r"(?:Permission denied|Read-only file system"
                         r"|Operation not permitted)", re.IGNORECASE)
 _ANY_PATH = re.compile(r"""(?:^|[\s'"`(=:,\[])(~?/[^\s'"`:,;)\]]+)""")
 _READING = re.compile(r"cannot open directory|\bls:|\bcat:|\bread(?:ing)?\b|opendir|scandir|"

@@ -1,10 +1,14 @@
 """The exec wrapper: confine this process with Landlock, then exec the real program.
 
-    python -I -S -c BOOT --policy JSON -- PROGRAM ARGS...
+    python -I -S -c BOOT --policy FILE SHA256 -- PROGRAM ARGS...
 
 For processes agent-cli does not spawn itself: the MCP SDK starts a server with its own
-subprocess code, so the server's command is replaced by this wrapper around it. The policy is
-JSON: {"abi": N, "rules": [[path, grant], ...] (agent_cli.sandbox.readplan), "files": [device
+subprocess code, so the server's command is replaced by this wrapper around it. The policy is a
+JSON file (in the server's private temporary folder, 0600), named on the command line with the
+SHA-256 of its bytes: a read allow-list can hold thousands of rules, more than one argument may
+carry (the kernel refuses an argument over 128 KiB, E2BIG), and the hash makes a file changed
+before the wrapper read it a refusal, never a weaker confinement. The wrapper removes it once read.
+The policy: {"abi": N, "rules": [[path, grant], ...] (agent_cli.sandbox.readplan), "files": [device
 files], "network": bool, "sockets": bool (false: the socket filter of agent_cli.sandbox.seccomp
 is installed too), "tmp": folder}.
 TMPDIR, TMP and TEMP are pointed at "tmp". If confinement fails, the program is not started: one
@@ -28,17 +32,48 @@ import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Any
 
 EXIT_NOT_CONFINED = 126
 
 
-def wrapper_argv(policy: dict[str, Any], argv: list[str]) -> list[str]:
-    """The command line that runs `argv` confined by `policy`."""
+POLICY_FILE = ".agent-cli-policy.json"
+
+
+def wrapper_argv(policy: dict[str, Any], argv: list[str], folder: Path) -> list[str]:
+    """The command line that runs `argv` confined by `policy`, which is written to `folder`
+    (the process's own private temporary folder)."""
+    import hashlib
+
+    data = json.dumps(policy).encode("utf-8")
+    path = folder / POLICY_FILE
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
     boot = (f"import sys; sys.path.insert(0, {root!r}); "
             "from agent_cli.sandbox.exec import main; main()")
-    return [sys.executable, "-I", "-S", "-c", boot, "--policy", json.dumps(policy), "--", *argv]
+    return [sys.executable, "-I", "-S", "-c", boot, "--policy", str(path),
+            hashlib.sha256(data).hexdigest(), "--", *argv]
+
+
+def _read_policy(path: str, digest: str) -> bytes:
+    """The policy file's bytes, checked against `digest`, and the file removed."""
+    import hashlib
+
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
+    try:
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    if hashlib.sha256(data).hexdigest() != digest:
+        raise ValueError("the policy file changed after agent-cli wrote it")
+    os.unlink(path)
+    return data
 
 
 def _fail(message: str) -> None:
@@ -49,19 +84,19 @@ def _fail(message: str) -> None:
 
 def main(args: list[str] | None = None) -> None:
     args = list(sys.argv[1:] if args is None else args)
-    if len(args) < 4 or args[0] != "--policy" or args[2] != "--":
-        _fail("usage: --policy JSON -- PROGRAM ARGS...")
+    if len(args) < 5 or args[0] != "--policy" or args[3] != "--":
+        _fail("usage: --policy FILE SHA256 -- PROGRAM ARGS...")
     try:
-        policy = json.loads(args[1])
+        policy = json.loads(_read_policy(args[1], args[2]))
         abi = int(policy["abi"])
         rules = [(str(p), str(g)) for p, g in policy["rules"]]
         sockets = policy.get("sockets", True) is True
         files = [str(p) for p in policy.get("files", [])]
         network = policy["network"] is True
         tmp = policy.get("tmp")
-    except (ValueError, KeyError, TypeError) as e:
+    except (OSError, ValueError, KeyError, TypeError) as e:
         _fail(f"bad policy ({e})")
-    argv = args[3:]
+    argv = args[4:]
     from agent_cli.sandbox import landlock
 
     try:

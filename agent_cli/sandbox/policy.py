@@ -383,7 +383,7 @@ class Sandbox:
         policy = {"abi": self.support.abi, "rules": self.plan(caps),
                   "files": list(WRITE_DEVICES), "network": network,
                   "sockets": network or not self.support.seccomp, "tmp": str(tmp)}
-        return wrapper_argv(policy, argv), tmp
+        return wrapper_argv(policy, argv, tmp), tmp
 
     def close(self) -> None:
         """Stop the spawners, close the rulesets and remove the temporary folder."""

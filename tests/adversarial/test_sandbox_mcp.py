@@ -101,7 +101,8 @@ def run_server(tmp_path: Path, workspace: Path, inbox: Inbox, calls: list[tuple[
                                                   str(inbox.address[1])],
                     cwd=str(folder), timeout_s=60.0, **server)
     approver = ScriptedApprover(["y"] * len(uses))
-    session = Session(Settings(provider="scripted", mcp={"servers": {"h": cfg}}),
+    session = Session(Settings(provider="scripted", redact_results=False,  # results as read
+                               mcp={"servers": {"h": cfg}}),
                       workspace=workspace, provider=provider, registry=registry,
                       approver=approver, sinks=[events.append], start_mcp=True)
     assert session.mcp is not None

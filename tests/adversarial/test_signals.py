@@ -35,8 +35,9 @@ pexpect = pytest.importorskip("pexpect")
 pytestmark = pytest.mark.pty
 
 ASK = rb"\[y/N\]"
-COMMAND = ("setsid sleep 301 & echo $! > escaped.pid; echo $$ > main.pid; "
-           "echo STARTED; exec sleep 300")
+COMMAND = ("setsid sleep 3017 & echo STARTED; exec sleep 3007")
+"""Two sleeps with durations no other process uses, found by their command lines: the command is
+PID 1 of a namespace of its own, so the PIDs it could write down ($$, $!) are not this test's."""
 
 
 def wait_for(predicate: Any, what: str, timeout: float = 60) -> None:
@@ -56,11 +57,19 @@ def alive(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has ended
 
 
-def read_pid(path: Path) -> int | None:
-    try:
-        return int(path.read_text().strip())
-    except (FileNotFoundError, ValueError):
-        return None
+def sleeps() -> list[int]:
+    """The PIDs (as this test sees them) of the command's two sleeps, by their command lines."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if argv[:2] in ([b"sleep", b"3017"], [b"sleep", b"3007"]) and alive(int(entry.name)):
+            found.append(int(entry.name))
+    return sorted(found)
 
 
 def spawn(tmp_path: Path, workspace: Path, command: str) -> Any:
@@ -89,10 +98,8 @@ def test_a_signal_ends_the_command_and_closes_the_log(tmp_path: Path, workspace:
             chat.say("sleep please")
         child.expect(ASK)
         child.send(b"y\r")
-        wait_for(lambda: read_pid(workspace / "main.pid") and read_pid(workspace / "escaped.pid"),
-                 "the command to start")
-        pids = [read_pid(workspace / "main.pid") or 0, read_pid(workspace / "escaped.pid") or 0]
-        assert all(alive(p) for p in pids)
+        wait_for(lambda: len(sleeps()) == 2, "the command to start")
+        pids = sleeps()
         os.kill(child.pid, sig)
         child.expect(pexpect.EOF)
         child.close()

@@ -46,7 +46,10 @@ class Outcome:
 
 
 def approved_commands(ws: Path, *commands: str | dict[str, Any], **settings: Any) -> Outcome:
-    """Run each command as an approved run_command call of one real session; close it."""
+    """Run each command as an approved run_command call of one real session; close it.
+    Results reach the model whole (`redact_results = false` unless given): what a confined
+    command could read must show in the result, not be hidden by the redactor, or a test that
+    a secret stays out of reach could not fail."""
     uses = []
     for i, command in enumerate(commands, 1):
         args = command if isinstance(command, dict) else {"command": command}
@@ -56,6 +59,7 @@ def approved_commands(ws: Path, *commands: str | dict[str, Any], **settings: Any
     registry, report = load_tools([])
     assert report.errors == []
     events: list[Any] = []
+    settings = {"redact_results": False, **settings}
     session = Session(Settings(provider="scripted", **settings), workspace=ws, provider=provider,
                       registry=registry, approver=approver, sinks=[events.append])
     session.start()

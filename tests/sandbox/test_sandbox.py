@@ -299,8 +299,12 @@ def test_exec_wrapper_confines_and_refuses_to_run_unconfined(workspace: Path,
         assert "Permission denied" in done_.stderr and not (outside / "x").exists()
         assert (workspace / "in.txt").exists() and tmp is not None and (tmp / "t").exists()
         assert f"TMP={tmp}" in done_.stdout
-        bad = subprocess.run([*argv[:5], "--policy", "{not json", "--", "true"],
-                             capture_output=True, text=True, timeout=60)
-        assert bad.returncode == 126 and "was not started" in bad.stderr
+        forged = tmp / "forged.json"
+        forged.write_text('{"abi": 1, "rules": [["/", "rw"]], "network": true}')
+        for policy in (["{not json", "0" * 64], [str(forged), "0" * 64], [argv[6], argv[7]]):
+            # not a file, a file whose hash is not the one agent-cli wrote, one already used
+            bad = subprocess.run([*argv[:5], "--policy", *policy, "--", "true"],
+                                 capture_output=True, text=True, timeout=60)
+            assert bad.returncode == 126 and "was not started" in bad.stderr, policy
     finally:
         box.close()

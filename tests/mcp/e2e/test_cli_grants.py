@@ -143,7 +143,7 @@ def test_var_in_args_is_refused_and_env_keeps_it_out_of_cmdline(
         run.send()
         assert run.hub.servers["a"].state == "failed"
         assert "never expands it there" in run.hub.servers["a"].reason
-        assert run.results()["c1"].content == f"TOKEN: {len(secret)} characters"
+        assert run.results()["c1"].content == f"TOKEN holds {len(secret)} characters"
         pids = procs_with(marker)
         assert pids
         end = time.monotonic() + 10

@@ -55,7 +55,7 @@ def argv() -> str:
 @server.tool()
 def env_has(name: str) -> str:
     """Whether the environment holds `name`, and its length."""
-    return f"{name}: {len(os.environ.get(name, ''))} characters"
+    return f"{name} holds {len(os.environ.get(name, ''))} characters"
 
 
 async def _hang() -> list[object]:
