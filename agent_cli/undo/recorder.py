@@ -108,7 +108,8 @@ class WorkspaceRecorder:
         if reuse and last is not None and last[0] == scope and last[1] == tuple(rels) and \
                 now - last[3] <= max(last[4], REUSE_MIN_S):
             return last[2]
-        snap = self.snapper.paths(rels) if scope == "file" else self.snapper.tree(rules_from)
+        snap = self.snapper.paths(rels, rules_from) if scope == "file" \
+            else self.snapper.tree(rules_from)
         done = time.monotonic()
         self._last = (scope, tuple(rels), snap, done, done - now)
         return snap
