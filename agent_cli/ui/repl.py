@@ -161,7 +161,8 @@ def _turn_state(session: Session) -> TurnState | None:
 def cmd_show(session: Session, arg: str) -> RenderableType:
     """Print one tool result whole: /show N (as numbered on screen), /show last, or /show ID.
 
-    The screen shows head and tail of long results; the full text is kept."""
+    The screen shows head and tail of long results; the full text is kept. A call that changed
+    files shows the diff of each change after its result."""
     from agent_cli.ui.status import show_result
 
     state = _turn_state(session)
@@ -170,7 +171,12 @@ def cmd_show(session: Session, arg: str) -> RenderableType:
         count = len(state.results.results) if state is not None else 0
         return safe(f"No tool result {arg or 'yet'}; this session has {count}. "
                     "Use /show N, /show last or /show ID.", "yellow")
-    return show_result(found)
+    effects = state.results.effects.get(found.id) if state is not None else None
+    if effects is None:
+        return show_result(found)
+    from agent_cli.ui.effects_view import effects_diff
+
+    return Group(show_result(found), effects_diff(effects))
 
 
 def cmd_retry(session: Session, arg: str) -> object:

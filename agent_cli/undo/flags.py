@@ -28,7 +28,9 @@ def why_flagged(ch: PathChange) -> str | None:
     if after is None or after.kind == "dir":
         return None  # a removal runs nothing; a folder by itself neither
     parts = ch.path.split("/")
-    if parts[:2] == [".git", "hooks"] and len(parts) > 2 and not ch.path.endswith(".sample"):
+    if parts[:2] == [".git", "hooks"] and len(parts) > 2:
+        if ch.path.endswith(".sample"):
+            return None  # what `git init` writes; git never runs a .sample
         return "a git hook: git runs it on your next commit, checkout or push"
     if ch.path == ".git/config":
         return "git's config: aliases, hooksPath and filters run commands"
