@@ -10,7 +10,9 @@ description; reader.py reads it back, verify.py checks it.
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import fcntl
 import hashlib
 import os
 import threading
@@ -68,6 +70,8 @@ class SessionLog:
             raise LogError(f"The session log {path} cannot be written ({reason}); name a "
                            "regular file with --log, or leave --log out.") from None
         self._f: IO[bytes] = os.fdopen(fd, "ab")
+        with contextlib.suppress(OSError):  # a shared lock while open: undo's "still running"
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         fresh_line = False
         if os.fstat(fd).st_size > 0:
             tail = last_valid_record(path)

@@ -236,11 +236,19 @@ def cmd_mcp(session: Session, arg: str) -> RenderableType:
 
 
 def cmd_undo(session: Session, arg: str) -> RenderableType | None:
-    """Undo the last approved call of this session that changed files (`/undo ID`: that call
-    and every one after it); shows the diff and asks first."""
+    """Step back one turn: undo every approved call of the last turn that changed files, newest
+    first (again: one turn more; `/undo ID`: back to just before that call); shows the diff and
+    asks first."""
     from agent_cli.ui.undo_view import repl_undo
 
     return repl_undo(session, arg)
+
+
+def cmd_redo(session: Session, arg: str) -> RenderableType | None:
+    """Put back what the last /undo took back; shows the diff and asks first."""
+    from agent_cli.ui.undo_view import repl_undo
+
+    return repl_undo(session, arg, redo=True)
 
 
 def cmd_exit(session: Session, arg: str) -> object:
@@ -261,6 +269,7 @@ COMMANDS: dict[str, Command] = {
     "/compact": cmd_compact,
     "/mcp": cmd_mcp,
     "/undo": cmd_undo,
+    "/redo": cmd_redo,
     "/exit": cmd_exit,
     "/quit": cmd_exit,
 }

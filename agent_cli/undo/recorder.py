@@ -53,8 +53,9 @@ class WorkspaceRecorder:
     sandbox: str = "workspace"
     skip: tuple[Path, ...] = ()
     store: Store = field(default_factory=Store)
-    seen: list[ev.Effects | ev.Undo] = field(default_factory=list)
-    """This session's `effects` and `undo` events, in order (what /undo works from)."""
+    seen: list[ev.Effects | ev.Undo | ev.UserMessage] = field(default_factory=list)
+    """This session's `effects`, `undo` and user-message events, in order (what /undo works
+    from: the messages number the turns)."""
 
     def __post_init__(self) -> None:
         self.workspace = Path(os.path.realpath(self.workspace))
@@ -73,7 +74,7 @@ class WorkspaceRecorder:
                    (home(), sessions_dir(settings)))
 
     def __call__(self, event: ev.AnyEvent) -> None:
-        if isinstance(event, ev.Effects | ev.Undo):
+        if isinstance(event, ev.Effects | ev.Undo | ev.UserMessage):
             self.seen.append(event)
 
     # -- scope -------------------------------------------------------------------------------

@@ -342,7 +342,8 @@ def apply(plan: Plan, store: Store) -> Applied:
     return out
 
 
-def undo_event(plan: Plan, applied: Applied) -> ev.Undo:
+def undo_event(plan: Plan, applied: Applied, prefix: str = "undo") -> ev.Undo:
+    """The record of an undo (or, `prefix` "redo", of a redo: its `undid` names the undo)."""
     left = [f"{c.path}: {c.reason}" for c in plan.conflicts] + applied.failed
-    return ev.Undo(id=f"undo_{secrets.token_hex(6)}", undid=[cs.id for cs in plan.sets],
+    return ev.Undo(id=f"{prefix}_{secrets.token_hex(6)}", undid=[cs.id for cs in plan.sets],
                    workspace=str(plan.workspace), changes=applied.changes, left_alone=left)

@@ -136,19 +136,25 @@ def test_command_effects_are_recorded_and_undone_byte_identical(ws: Path, tmp_pa
     assert "+three" in result.stdout  # the diff it applies
     assert tree_hash(ws) == before
 
-    # the undo is logged in the same log, chained and signed, and can itself be undone
+    # the undo is logged in the same log, chained and signed, as one record (no new session)
     [undo] = events_of(log, "undo")
     assert undo["undid"] == ["toolu_cmd"]
+    assert [r["type"] for r in map(json.loads, log.read_text().splitlines())][-2:] == \
+        ["session_end", "undo"]
     assert subprocess.run([sys.executable, "-m", "agent_cli", "log", "verify", str(log)],
                           capture_output=True, cwd=str(REPO)).returncode == 0
     after_cmd = {k: v for k, v in tree_hash(ws).items()}
+    # a second undo steps back further: there is nothing further, and it does not redo
     again = undo_cli(str(log), tmp=tmp_path)
-    assert again.returncode == 0, again.stdout + again.stderr
-    redone = tree_hash(ws)
-    assert redone != after_cmd
+    assert again.returncode == 1 and "Nothing to undo" in again.stdout + again.stderr
+    assert tree_hash(ws) == after_cmd
+    # redo is its own command
+    redone = undo_cli(str(log), "--redo", tmp=tmp_path)
+    assert redone.returncode == 0, redone.stdout + redone.stderr
+    assert "Redo this? [y/N]" in redone.stdout
     assert (ws / "fresh" / "sub" / "n.txt").read_text() == "new\n"
     assert not (ws / "gone").exists()
-    # and back once more: the undo of the undo of the undo
+    # and back once more
     third = undo_cli(str(log), tmp=tmp_path)
     assert third.returncode == 0, third.stdout + third.stderr
     assert tree_hash(ws) == before
