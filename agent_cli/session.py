@@ -218,6 +218,8 @@ class Session:
 
             self.effects = WorkspaceRecorder.for_session(self.workspace, settings)
             self.sinks.append(self.effects)
+            if continues:
+                self.effects.earlier = Path(continues)
         self.continues = continues
         self.load_report = load_report or LoadReport()
         self._closed = False

@@ -83,7 +83,11 @@ def register(app: typer.Typer) -> None:
             path = logs.latest_with_undo(settings, ws)
         hist, crashed = logs.trusted_history(path)
         sets = hist.undoable()
-        if crashed:
+        live = logs.in_use(path)
+        if live:
+            console.print(safe("That session is still open in another terminal: this is what "
+                               "its log says so far.", "yellow"))
+        elif crashed:
             console.print(safe("That session crashed (its log ends torn or without "
                                "session_end); every record up to there verifies and is signed "
                                "with your log key.", "yellow"))
@@ -94,7 +98,7 @@ def register(app: typer.Typer) -> None:
             console.print(safe(f"{path}:", "dim"))
             console.print(list_view(list(reversed(sets))), end="")
             return
-        if logs.in_use(path):
+        if live:
             raise logs.UndoRefused(f"The session of {path} is still open in another terminal; "
                                    "use /undo there (or quit it first).")
         chosen = [logs.redo_set(hist)] if redo else logs.select(hist, to, turn)

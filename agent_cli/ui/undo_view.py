@@ -234,10 +234,11 @@ def repl_undo(session: Session, arg: str, *, console: Console | None = None,
     recorder = session.effects
     if recorder is None:
         return Text("Undo is off in this session (config undo = false).", style="yellow")
-    hist = history(recorder.seen)
+    hist = history(recorder.records())
     if not redo and not hist.undoable():
-        return Text("Nothing to undo: no approved call of this session changed a file that is "
-                    "not undone yet.", style="yellow")
+        why = f" ({recorder.earlier_note})" if recorder.earlier_note else ""
+        return safe("Nothing to undo: no approved call of this session (or of the one it "
+                    f"resumed) changed a file that is not undone yet{why}.", "yellow")
     try:
         chosen = [redo_set(hist)] if redo else select(hist, arg.strip() or None)
     except AgentError as e:

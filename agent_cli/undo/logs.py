@@ -38,6 +38,12 @@ def undoable_in(path: Path) -> list[ChangeSet]:
 def trusted_history(path: Path) -> tuple[History, bool]:
     """The calls and undos of a log, only if the log is trusted for undo; and whether its last
     session crashed (the log ends torn, or without session_end)."""
+    events, crashed = trusted_events(path)
+    return history(events), crashed
+
+
+def trusted_events(path: Path) -> tuple[list[ev.Event], bool]:
+    """The records of a log trusted for undo, and whether its last session crashed."""
     from agent_cli.log.trust import check_trust
 
     trust = check_trust(path, after_crash=True)
@@ -46,7 +52,7 @@ def trusted_history(path: Path) -> tuple[History, bool]:
         raise UndoRefused(f"Not undoing from {path}: {reason}. Undo trusts only logs "
                           "signed with your log key whose chain verifies cleanly "
                           "(`agent-cli log verify LOG` says more).")
-    return history(log_events(path)), trust.crashed
+    return log_events(path), trust.crashed
 
 
 def trusted_sets(path: Path) -> list[ChangeSet]:

@@ -56,10 +56,15 @@ class WorkspaceRecorder:
     seen: list[ev.Effects | ev.Undo | ev.UserMessage] = field(default_factory=list)
     """This session's `effects`, `undo` and user-message events, in order (what /undo works
     from: the messages number the turns)."""
+    earlier: Path | None = None
+    """The log this session resumed (`chat --continue`): /undo reaches its calls too, once that
+    log is trusted for undo (read when /undo first asks, not at start)."""
 
     def __post_init__(self) -> None:
         self.workspace = Path(os.path.realpath(self.workspace))
         self.snapper = Snapshotter(self.workspace, self.store, self.limits, self.skip)
+        self.earlier_note = ""
+        """Why the resumed log's calls cannot be undone here (it is not trusted)."""
         self._last: tuple[str, tuple[str, ...], Snapshot, float, float] | None = None
         """The newest snapshot: scope, paths, the snapshot, when it was done, what it took."""
 
@@ -72,6 +77,22 @@ class WorkspaceRecorder:
                         session_cap=int(getattr(settings, "undo_store_cap_mb", 1024)) * MB)
         return cls(workspace, limits, str(getattr(settings, "sandbox", "workspace")),
                    (home(), sessions_dir(settings)))
+
+    def records(self) -> list[ev.Event | ev.AnyEvent]:
+        """What /undo works from: the resumed log's records (when trusted), then this
+        session's. An untrusted earlier log is left out, and said once."""
+        if self.earlier is not None:
+            from agent_cli.undo.logs import UndoRefused, trusted_events
+
+            path, self.earlier = self.earlier, None
+            try:
+                events, _crashed = trusted_events(path)
+            except (UndoRefused, OSError) as e:
+                self.earlier_note = str(e)
+            else:
+                self.seen[:0] = [e for e in events
+                                 if isinstance(e, ev.Effects | ev.Undo | ev.UserMessage)]
+        return list(self.seen)
 
     def __call__(self, event: ev.AnyEvent) -> None:
         if isinstance(event, ev.Effects | ev.Undo | ev.UserMessage):
