@@ -1,0 +1,118 @@
+"""The overlay path: an approved command's writes land in an upper layer of its own (a real
+overlayfs in a private mount namespace, real processes), then exactly that change set is applied
+to the workspace and recorded; undo puts the workspace back; a path the user changed while the
+command ran is a conflict, left alone."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from agent_cli.sandbox.overlay import Layer, available, landlock_confine, popen_in_layer
+from agent_cli.undo.changes import ChangeSet
+from agent_cli.undo.restore import apply, make_plan
+from agent_cli.undo.store import Store
+from agent_cli.undo.upper import apply_upper
+from tests.undo.test_undo import tree_hash
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    (root / "src" / "deep").mkdir(parents=True)
+    (root / "src" / "a.txt").write_text("a\n")
+    (root / "src" / "deep" / "b.txt").write_text("b\n")
+    (root / "old.txt").write_text("old\n")
+    (root / "run.sh").write_text("echo\n")
+    (root / "gone").mkdir()
+    (root / "gone" / "x.txt").write_text("x\n")
+    (root / "repl").mkdir()
+    (root / "repl" / "keep.txt").write_text("k\n")
+    (root / "repl" / "drop.txt").write_text("d\n")
+    os.symlink("src/a.txt", root / "link")
+    return root
+
+
+def run(ws: Path, tmp: Path, command: str, confine: object = None) -> tuple[Layer, int, int]:
+    if not available(tmp / "probe")[0]:
+        pytest.fail(f"overlays are refused here: {available(tmp / 'probe')[1]}")
+    layer = Layer.make(tmp / "layers")
+    since = time.time_ns()
+    proc = popen_in_layer(layer, ws, ["/bin/sh", "-c", command], cwd=str(ws),
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, confine=confine)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0, out
+    return layer, since, proc.returncode
+
+
+def test_writes_land_in_the_layer_and_exactly_that_change_set_is_applied(ws: Path,
+                                                                         tmp_path: Path) -> None:
+    before = tree_hash(ws)
+    layer, since, _ = run(ws, tmp_path, (
+        "printf A > src/a.txt && rm -rf gone && mv old.txt new.txt && chmod 755 run.sh && "
+        "mkdir -p fresh && printf n > fresh/n.txt && ln -sf deep/b.txt src/l2 && "
+        "rm -rf repl && mkdir repl && printf k2 > repl/keep.txt && rm link && mkfifo link"))
+    assert tree_hash(ws) == before  # nothing reached the workspace yet
+    store = Store()
+    applied = apply_upper(layer.upper, ws, store, since)
+    layer.remove()
+    by = {c.path: c.change for c in applied.changes}
+    assert by["src/a.txt"] == "modified"
+    assert by["gone"] == "deleted" and by["gone/x.txt"] == "deleted"
+    assert by["old.txt"] == "deleted" and by["new.txt"] == "created"
+    assert by["run.sh"] == "mode"
+    assert by["fresh"] == "created" and by["fresh/n.txt"] == "created"
+    assert by["src/l2"] == "created"
+    assert by["repl/drop.txt"] == "deleted" and by["repl/keep.txt"] == "modified"
+    assert by["link"] == "modified"
+    assert "src/deep/b.txt" not in by and "src" not in by  # a merged folder is no change
+    assert (ws / "src" / "a.txt").read_text() == "A"
+    assert not (ws / "gone").exists() and (ws / "new.txt").read_text() == "old\n"
+    assert stat.S_IMODE((ws / "run.sh").stat().st_mode) == 0o755
+    assert not (ws / "repl" / "drop.txt").exists()
+    assert stat.S_ISFIFO((ws / "link").lstat().st_mode)
+    # and the record undoes it exactly
+    cs = ChangeSet("toolu_o", "run_command", 0.0, str(ws), applied.changes)
+    plan = make_plan([cs], ws, store)
+    assert plan.conflicts == []
+    apply(plan, store)
+    assert tree_hash(ws) == before
+
+
+def test_a_path_the_user_changed_meanwhile_is_a_conflict(ws: Path, tmp_path: Path) -> None:
+    layer, since, _ = run(ws, tmp_path, "printf mine > src/a.txt && printf t > other.txt")
+    (ws / "src" / "a.txt").write_text("the user's edit\n")  # after the command started
+    applied = apply_upper(layer.upper, ws, Store(), since)
+    assert applied.conflicts == ["src/a.txt"]
+    assert (ws / "src" / "a.txt").read_text() == "the user's edit\n"
+    assert [c.path for c in applied.changes] == ["other.txt"]
+    yes = apply_upper(layer.upper, ws, Store(), since, overwrite=lambda rel: True)
+    assert (ws / "src" / "a.txt").read_text() == "mine" and yes.conflicts == []
+    layer.remove()
+
+
+def test_mount_first_confine_second_landlock_names_the_merged_view(ws: Path,
+                                                                   tmp_path: Path) -> None:
+    from agent_cli.sandbox.policy import probe
+
+    support = probe()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    rules = [("/", "read"), (str(ws), "write")]
+    confine = landlock_confine(support.abi, rules, ["/dev/null"], network=False)
+    layer, since, _ = run(ws, tmp_path, f"printf w > made.txt && "
+                          f"! printf x 2>/dev/null > {outside}/escape.txt", confine)
+    assert not (outside / "escape.txt").exists()
+    applied = apply_upper(layer.upper, ws, Store(), since)
+    assert [c.path for c in applied.changes] == ["made.txt"]
+    layer.remove()
+
+
+def test_the_switch_forces_the_fallback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENT_CLI_UNDO_OVERLAY", "off")
+    assert available(tmp_path) == (False, "AGENT_CLI_UNDO_OVERLAY=off")
