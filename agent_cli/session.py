@@ -344,6 +344,10 @@ class Session:
         notice = self.sandbox.start_notice()
         if notice:
             self.emit(ev.Notice(message=notice, kind="sandbox"))
+        if self.effects is not None:
+            overlay_note = self.effects.overlay_notice()
+            if overlay_note:
+                self.emit(ev.Notice(message=overlay_note, kind="undo"))
         for problem in self.load_report.errors:
             self.emit(ev.Notice(message=problem, kind="plugin_error"))
         for problem in self.skills.problems if self.skills is not None else []:

@@ -41,6 +41,9 @@ class Pending:
     rels: list[str]
     snapshot: Snapshot | None = None
     error: str | None = None
+    layer: Any = None
+    """The overlay layer the call writes into (sandbox.overlay.Layer), on the overlay path."""
+    since_ns: int = 0
 
 
 @dataclass
@@ -154,18 +157,83 @@ class WorkspaceRecorder:
             lines.append(OUTSIDE_NOTE)
         return {"undo": "\n".join(lines)} if lines else {}
 
+    def overlay(self) -> tuple[bool, str]:
+        """Whether approved commands run in an overlay layer here (AGENT_CLI_UNDO_OVERLAY=on
+        asks for it; not the default yet), and why not."""
+        from agent_cli.sandbox.overlay import ENV, available
+
+        if os.environ.get(ENV, "").lower() not in ("on", "1", "yes"):
+            return False, f"{ENV} is not on"
+        layers = Path(os.path.realpath(self.store.root))
+        if layers == self.workspace or self.workspace in layers.parents:
+            return False, "agent-cli's own folder is inside the workspace (an overlay's layers " \
+                          "cannot lie inside its lower layer)"
+        return available(self.store.root / "layers")
+
+    def overlay_notice(self) -> str | None:
+        """Said once at start when the overlay was asked for and the kernel refuses it."""
+        from agent_cli.sandbox.overlay import ENV
+
+        if os.environ.get(ENV, "").lower() not in ("on", "1", "yes"):
+            return None
+        ok, why = self.overlay()
+        return None if ok else (f"undo: approved commands cannot run in an overlay layer here "
+                                f"({why}); their effects are recorded by snapshots instead")
+
     def before(self, call: Call) -> Pending:
         scope, rels = self._scope(call)
         pending = Pending(call.id, call.tool.name, scope, rels)
+        if scope == "tree" and call.tool.name == "run_command" and self.overlay()[0]:
+            from agent_cli.sandbox.overlay import Layer
+            from agent_cli.sandbox.policy import current
+
+            box = current()
+            if box is not None:
+                pending.layer = Layer.make(self.store.root / "layers")
+                pending.since_ns = time.time_ns()
+                pending.scope = "overlay"
+                box.layer = pending.layer
+                self._last = None  # the workspace will change under any snapshot kept
+                return pending
         try:
             pending.snapshot = self._take(scope, rels)
         except Exception as e:  # never stops the call: it says undo won't cover it
             pending.error = f"the workspace could not be snapshotted ({_why(e)})"
         return pending
 
+    def _after_layer(self, token: Pending, finished: bool) -> list[ev.Event]:
+        from agent_cli.sandbox.policy import current
+        from agent_cli.undo.upper import apply_upper
+
+        box = current()
+        if box is not None:
+            box.layer = None
+        try:
+            applied = apply_upper(token.layer.upper, self.workspace, self.store, token.since_ns)
+        except OSError as e:
+            return [ev.Notice(message=f"the changes of call {token.call_id} could not all be "
+                              f"applied to the workspace ({_why(e)}); they are in "
+                              f"{token.layer.upper}", kind="undo")]
+        token.layer.remove()
+        from agent_cli.undo.restore import git_kept
+
+        # Of .git, as on the snapshot path, only what runs code later is recorded (and undone).
+        applied.changes = [ch for ch in applied.changes if (not ch.path.startswith(".git/")
+                           and ch.path != ".git") or git_kept(ch.path.split("/"))]
+        out: list[ev.Event] = []
+        if applied.conflicts:
+            out.append(ev.Notice(message=f"call {token.call_id}: left as you have them (changed "
+                                 "in the workspace while the command ran, or not a file): "
+                                 + ", ".join(applied.conflicts), kind="undo"))
+        out.append(ev.Effects(id=token.call_id, name=token.name, workspace=str(self.workspace),
+                              scope="tree", changes=applied.changes, complete=finished))
+        return out
+
     def after(self, token: Any, finished: bool) -> list[ev.Event]:
         if not isinstance(token, Pending):
             return []
+        if token.layer is not None:
+            return self._after_layer(token, finished)
         if token.snapshot is None:
             return [ev.Notice(message=f"undo cannot cover call {token.call_id}: {token.error}",
                               kind="undo")]

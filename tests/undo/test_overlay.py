@@ -116,3 +116,56 @@ def test_mount_first_confine_second_landlock_names_the_merged_view(ws: Path,
 def test_the_switch_forces_the_fallback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AGENT_CLI_UNDO_OVERLAY", "off")
     assert available(tmp_path) == (False, "AGENT_CLI_UNDO_OVERLAY=off")
+
+
+def test_an_approved_command_in_a_session_runs_in_its_layer_and_undo_restores(
+        ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The whole path: Session, gate, run_command confined in the layer, effects from the upper
+    layer only, then `agent-cli undo` as a process; a planted hook is recorded and undone."""
+    import json
+
+    from tests.undo.test_undo import run_session, sh, undo_cli
+
+    monkeypatch.setenv("AGENT_CLI_UNDO_OVERLAY", "on")
+    (ws / ".git" / "hooks").mkdir(parents=True)
+    (ws / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    before = tree_hash(ws)
+    log = tmp_path / "s.jsonl"
+    seen = run_session(ws, log, [("toolu_ov", "run_command", sh(
+        "printf A > src/a.txt && rm -rf gone && printf '#!/bin/sh\\n' > .git/hooks/pre-commit"
+        " && printf x > .git/HEAD && printf t > \"$TMPDIR/t\""
+        " && grep -q \"^overlay $PWD overlay \" /proc/self/mounts"))])
+    from agent_cli import events as ev
+
+    [effects] = [e for e in seen if isinstance(e, ev.Effects)]
+    paths = {c.path for c in effects.changes}
+    assert paths == {"src/a.txt", "gone", "gone/x.txt", ".git/hooks/pre-commit"}
+    assert not any(isinstance(e, ev.Notice) and e.kind == "undo" for e in seen)
+    [result_event] = [e for e in seen if isinstance(e, ev.ToolResultEvent)]
+    assert not result_event.is_error, result_event.content  # it ran on the overlay
+    assert (ws / "src" / "a.txt").read_text() == "A"
+    assert (ws / ".git" / "HEAD").read_text() == "x"  # applied, though not recorded
+    result = undo_cli(str(log), tmp=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    after = tree_hash(ws)
+    assert {k: v for k, v in after.items() if k != ".git/HEAD"} == \
+        {k: v for k, v in before.items() if k != ".git/HEAD"}
+    assert not list((Path(os.environ["AGENT_CLI_HOME"]) / "store" / "layers").glob("*/upper"))
+    assert json.loads(log.read_text().splitlines()[-1])["type"] == "undo"
+
+
+def test_a_refused_overlay_is_said_once_at_start(ws: Path, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from agent_cli import events as ev
+    from agent_cli.sandbox import overlay
+    from tests.undo.test_undo import run_session, sh
+
+    monkeypatch.setenv("AGENT_CLI_UNDO_OVERLAY", "on")
+    monkeypatch.setattr(overlay, "_AVAILABLE", (False, "overlayfs: Operation not permitted"))
+    log = tmp_path / "s.jsonl"
+    seen = run_session(ws, log, [("toolu_1", "run_command", sh("printf 1 > one.txt")),
+                                 ("toolu_2", "run_command", sh("printf 2 > two.txt"))])
+    notes = [e.message for e in seen if isinstance(e, ev.Notice) and "overlay" in e.message]
+    assert len(notes) == 1 and "Operation not permitted" in notes[0]
+    effects = [e for e in seen if isinstance(e, ev.Effects)]
+    assert [[c.path for c in e.changes] for e in effects] == [["one.txt"], ["two.txt"]]
