@@ -113,7 +113,7 @@ def test_make_test_planting_a_hook_is_recorded_flagged_and_undone(ws: Path,
     (ws / "small.txt").write_text("changed\n")
     _git(ws, "commit", "-qam", "second")
     assert not marker.exists()  # the planted hook is gone: the commit ran none
-    assert json.loads(log.read_text().splitlines()[-2])["type"] == "undo"
+    assert json.loads(log.read_text().splitlines()[-1])["type"] == "undo"
 
 
 def test_git_config_is_recorded_and_the_rest_of_git_is_not(ws: Path, tmp_path: Path) -> None:
