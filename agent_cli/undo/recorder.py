@@ -145,6 +145,9 @@ class WorkspaceRecorder:
         """Rows for the approval panel: what undo will not cover."""
         scope, rels = self._scope(call)
         lines: list[str] = []
+        if scope == "tree" and call.tool.name == "run_command" and self.overlay()[0]:
+            # it writes into a layer of its own: nothing is walked, and all of it is covered
+            return {"undo": OUTSIDE_NOTE} if self.sandbox == "off" else {}
         try:
             snap = self._take(scope, rels)
             skipped = snap.not_covered(self.limits.file_cap)
