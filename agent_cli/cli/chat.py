@@ -202,6 +202,10 @@ def _open(common: Common, term: Terminal, signals: TerminationSignals, plain: bo
     view = TerminalView(Renderer(console), console, markdown=markdown, spinner=markdown)
     session = open_session(common, approver=EndingApprover(approver, signals), sinks=[view],
                            history=history, continues=continues)
+    if session.effects is not None and common.settings().review_effects:
+        from agent_cli.ui.effects_view import reviewer
+
+        session.effects.review = reviewer(console, term.ask())
     return _Opened(console, keys, view, session)
 
 

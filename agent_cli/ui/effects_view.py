@@ -6,8 +6,9 @@ and the diff of each change on `/show`. Paths and file content go through `safe`
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable
 
-from rich.console import Group, RenderableType
+from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
 from agent_cli import events as ev
@@ -91,3 +92,24 @@ def effects_diff(event: ev.Effects, store: Store | None = None) -> RenderableTyp
         if body.plain:
             parts.append(body)
     return Group(*parts)
+
+
+KEEP = "Keep these changes? [Y/n] "
+
+
+def reviewer(console: Console, ask: Callable[[str], str] | None
+             ) -> Callable[[ev.Effects], bool]:
+    """Config `review_effects`: show a command's change set with its diff and ask KEEP (Enter
+    keeps; no terminal to ask on keeps them too, as the approval already said yes)."""
+
+    def review(effects: ev.Effects) -> bool:
+        console.print(effects_diff(effects))
+        if ask is None:
+            return True
+        try:
+            answer = ask(KEEP)
+        except (EOFError, KeyboardInterrupt):
+            return True
+        return answer.strip().lower() in ("", "y", "yes")
+
+    return review

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -59,6 +60,9 @@ class WorkspaceRecorder:
     seen: list[ev.Effects | ev.Undo | ev.UserMessage] = field(default_factory=list)
     """This session's `effects`, `undo` and user-message events, in order (what /undo works
     from: the messages number the turns)."""
+    review: Callable[[ev.Effects], bool] | None = None
+    """Config `review_effects`: shown an approved command's change set (with its diff), says
+    whether to keep it. On the overlay path it is asked before the changes are applied."""
     earlier: Path | None = None
     """The log this session resumed (`chat --continue`): /undo reaches its calls too, once that
     log is trusted for undo (read when /undo first asks, not at start)."""
@@ -211,6 +215,22 @@ class WorkspaceRecorder:
         box = current()
         if box is not None:
             box.layer = None
+        if self.review is not None:
+            try:
+                dry = apply_upper(token.layer.upper, self.workspace, self.store,
+                                  token.since_ns, dry=True)
+            except OSError:
+                dry = None
+            if dry is not None and dry.changes and not self.review(ev.Effects(
+                    id=token.call_id, name=token.name, workspace=str(self.workspace),
+                    changes=dry.changes, complete=finished)):
+                token.layer.remove()
+                return [ev.Notice(message=f"call {token.call_id}: its changes were discarded "
+                                  "(you answered no to keeping them); the workspace is as it "
+                                  "was", kind="undo"),
+                        ev.Effects(id=token.call_id, name=token.name,
+                                   workspace=str(self.workspace), changes=[],
+                                   complete=finished)]
         try:
             applied = apply_upper(token.layer.upper, self.workspace, self.store, token.since_ns)
         except OSError as e:
@@ -254,9 +274,26 @@ class WorkspaceRecorder:
                          if s is not None and s.sha256 is not None})
         skipped = sorted(set(token.snapshot.not_covered(self.limits.file_cap))
                          | set(now.not_covered(self.limits.file_cap)))
-        return [ev.Effects(id=token.call_id, name=token.name, workspace=str(self.workspace),
-                           scope="file" if token.scope == "file" else "tree", changes=changes,
-                           not_covered=skipped, complete=finished)]
+        effects = ev.Effects(id=token.call_id, name=token.name, workspace=str(self.workspace),
+                             scope="file" if token.scope == "file" else "tree", changes=changes,
+                             not_covered=skipped, complete=finished)
+        if self.review is not None and changes and not self.review(effects):
+            return [effects, *self._take_back(effects)]
+        return [effects]
+
+    def _take_back(self, effects: ev.Effects) -> list[ev.Event]:
+        """Snapshot path, review said no: the changes already landed, so undo them now."""
+        from agent_cli.config import home
+        from agent_cli.undo.changes import from_event
+        from agent_cli.undo.restore import apply, make_plan, undo_event
+
+        self._last = None
+        plan = make_plan([from_event(effects)], self.workspace, self.store, home())
+        applied = apply(plan, self.store)
+        return [undo_event(plan, applied), ev.Notice(
+            message=f"call {effects.id}: its changes were undone (you answered no to keeping "
+            "them; on this system they reach the workspace before they can be reviewed)",
+            kind="undo")]
 
 
 def _why(e: BaseException) -> str:

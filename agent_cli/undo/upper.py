@@ -91,7 +91,9 @@ def _kind(before: EntryState | None, after: EntryState | None) -> str:
 
 class _Apply:
     def __init__(self, upper: Path, workspace: Path, store: Store, since_ns: int,
-                 overwrite: Callable[[str], bool] | None) -> None:
+                 overwrite: Callable[[str], bool] | None, dry: bool = False) -> None:
+        self.dry = dry
+        """Only compute the change set (for a review before it is applied)."""
         self.upper = upper
         self.store = store
         self.since_ns = since_ns
@@ -128,8 +130,9 @@ class _Apply:
                     self.remove(sub, entry, f"{rel}/{entry}")
             finally:
                 os.close(sub)
-            os.rmdir(name, dir_fd=pfd)
-        else:
+            if not self.dry:
+                os.rmdir(name, dir_fd=pfd)
+        elif not self.dry:
             os.unlink(name, dir_fd=pfd)
         self.record(rel, before, None)
 
@@ -147,10 +150,12 @@ class _Apply:
         if before is not None and before.kind == "dir":
             self.remove(pfd, name, rel)
             before = None
-        if after.kind == "special":
-            if not stat.S_ISFIFO(os.lstat(src).st_mode):
-                self.out.conflicts.append(rel)  # a socket or device: not carried over
-                return
+        if after.kind == "special" and not stat.S_ISFIFO(os.lstat(src).st_mode):
+            self.out.conflicts.append(rel)  # a socket or device: not carried over
+            return
+        if self.dry:
+            pass
+        elif after.kind == "special":
             if before is not None:
                 os.unlink(name, dir_fd=pfd)
             os.mkfifo(name, after.mode, dir_fd=pfd)
@@ -166,7 +171,13 @@ class _Apply:
             path = f"{rel}/{entry}" if rel else entry
             src = os.path.join(src_dir, entry)
             st = os.lstat(src)
-            pfd, name = self.tree.parent(path, create=False)
+            try:
+                pfd, name = self.tree.parent(path, create=False)
+            except (FileNotFoundError, NotADirectoryError):
+                if not self.dry:
+                    raise
+                self.created(path, src, st)  # beneath a folder a dry run did not make
+                continue
             try:
                 if self.conflict(pfd, name, path):
                     continue
@@ -183,6 +194,23 @@ class _Apply:
                 if pfd >= 0:
                     os.close(pfd)
 
+    def created(self, rel: str, src: str, st: os.stat_result) -> None:
+        """Dry run: `rel` is new, as the upper layer has it."""
+        if _is_whiteout(st):
+            return
+        if stat.S_ISDIR(st.st_mode):
+            self.record(rel, None, EntryState(kind="dir", mode=st.st_mode & 0o7777))
+            for entry in sorted(os.listdir(src)):
+                sub = os.path.join(src, entry)
+                self.created(f"{rel}/{entry}", sub, os.lstat(sub))
+            return
+        udir, uname = os.path.split(src)
+        ufd = os.open(udir, os.O_RDONLY | os.O_DIRECTORY | _CLOEXEC)
+        try:
+            self.record(rel, None, _state(self.store, ufd, uname, keep=True))
+        finally:
+            os.close(ufd)
+
     def folder(self, pfd: int, name: str, rel: str, src: str, st: os.stat_result) -> None:
         before = _state(self.store, pfd, name, keep=True)
         mode = st.st_mode & 0o7777
@@ -190,6 +218,9 @@ class _Apply:
             self.remove(pfd, name, rel)
             before = None
         if before is None:
+            if self.dry:
+                self.record(rel, None, EntryState(kind="dir", mode=mode))
+                return
             os.mkdir(name, mode, dir_fd=pfd)
         elif _opaque(src):
             keep = set(os.listdir(src))
@@ -200,18 +231,21 @@ class _Apply:
                         self.remove(sub, entry, f"{rel}/{entry}")
             finally:
                 os.close(sub)
-        fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | _NOFOLLOW | _CLOEXEC, dir_fd=pfd)
-        try:
-            os.fchmod(fd, mode)
-        finally:
-            os.close(fd)
+        if not self.dry:
+            fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | _NOFOLLOW | _CLOEXEC, dir_fd=pfd)
+            try:
+                os.fchmod(fd, mode)
+            finally:
+                os.close(fd)
         self.record(rel, before, EntryState(kind="dir", mode=mode))
 
 
 def apply_upper(upper: Path, workspace: Path, store: Store, since_ns: int,
-                overwrite: Callable[[str], bool] | None = None) -> Applied:
-    """Carry the upper layer into the workspace; the change set, sorted by path."""
-    job = _Apply(upper, workspace, store, since_ns, overwrite)
+                overwrite: Callable[[str], bool] | None = None, *, dry: bool = False
+                ) -> Applied:
+    """Carry the upper layer into the workspace; the change set, sorted by path. `dry`: only
+    compute it (the workspace is not touched)."""
+    job = _Apply(upper, workspace, store, since_ns, overwrite, dry)
     try:
         job.walk("")
     finally:
