@@ -58,6 +58,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--commands", type=int, default=50)
     opts = ap.parse_args()
+    os.environ["AGENT_CLI_UNDO_OVERLAY"] = "off"  # these figures are the snapshot path's
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["AGENT_CLI_HOME"] = str(Path(tmp) / "home")
         from agent_cli.undo.recorder import WorkspaceRecorder

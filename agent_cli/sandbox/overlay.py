@@ -10,8 +10,8 @@ namespace, and when it ends the namespace (and the mount) goes with it. The comm
 in the upper folder; agent_cli.undo.upper applies them to the workspace and records them.
 
 Needs CAP_SYS_ADMIN (root here). Where the kernel refuses, `available()` says why once and undo
-falls back to snapshots. AGENT_CLI_UNDO_OVERLAY=off forces that fallback (tests, and anyone who
-would rather not), =on asks for the overlay: it is not used by default yet.
+falls back to snapshots. AGENT_CLI_UNDO_OVERLAY=off forces that fallback (as
+AGENT_CLI_SANDBOX_PROBE does the sandbox's), for tests and for anyone who would rather not.
 """
 
 from __future__ import annotations
@@ -133,12 +133,17 @@ def available(base: Path) -> tuple[bool, str]:
         layer = Layer.make(base)
         lower = layer.root / "lower"
         lower.mkdir()
-        try:
-            proc = popen_in_layer(layer, lower, ["true"])
-            proc.wait()
-            _AVAILABLE = (True, "")
-        except OSError as e:
-            _AVAILABLE = (False, str(e))
-        finally:
-            layer.remove()
+        failure: list[OSError] = []
+
+        def attempt() -> None:  # the namespace goes with the thread
+            try:
+                enter(str(lower), str(layer.upper), str(layer.work))
+            except OSError as e:
+                failure.append(e)
+
+        thread = threading.Thread(target=attempt, name="agent-cli-overlay-probe", daemon=True)
+        thread.start()
+        thread.join()
+        layer.remove()
+        _AVAILABLE = (False, str(failure[0])) if failure else (True, "")
     return _AVAILABLE

@@ -165,12 +165,11 @@ class WorkspaceRecorder:
         return {"undo": "\n".join(lines)} if lines else {}
 
     def overlay(self) -> tuple[bool, str]:
-        """Whether approved commands run in an overlay layer here (AGENT_CLI_UNDO_OVERLAY=on
-        asks for it; not the default yet), and why not."""
-        from agent_cli.sandbox.overlay import ENV, available
+        """Whether approved commands run in an overlay layer here (wherever the kernel allows
+        it, unless AGENT_CLI_UNDO_OVERLAY=off), and why not."""
+        from agent_cli.sandbox.overlay import available
 
-        if os.environ.get(ENV, "").lower() not in ("on", "1", "yes"):
-            return False, f"{ENV} is not on"
+        self.store._prepare()  # (its folders 0700 before the layers' folder is made in it)
         layers = Path(os.path.realpath(self.store.root))
         if layers == self.workspace or self.workspace in layers.parents:
             return False, "agent-cli's own folder is inside the workspace (an overlay's layers " \
@@ -178,10 +177,10 @@ class WorkspaceRecorder:
         return available(self.store.root / "layers")
 
     def overlay_notice(self) -> str | None:
-        """Said once at start when the overlay was asked for and the kernel refuses it."""
+        """Said once at start when the kernel refuses the overlay (not when switched off)."""
         from agent_cli.sandbox.overlay import ENV
 
-        if os.environ.get(ENV, "").lower() not in ("on", "1", "yes"):
+        if os.environ.get(ENV, "").lower() in ("off", "0", "no"):
             return None
         ok, why = self.overlay()
         return None if ok else (f"undo: approved commands cannot run in an overlay layer here "

@@ -227,7 +227,9 @@ def test_last_finds_the_newest_session_of_the_workspace(ws: Path, tmp_path: Path
     assert not (ws / "made.txt").exists()
 
 
-def test_gitignored_and_oversize_files_are_named_in_the_panel(ws: Path, tmp_path: Path) -> None:
+def test_gitignored_and_oversize_files_are_named_in_the_panel(
+        ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENT_CLI_UNDO_OVERLAY", "off")  # the snapshot path's limits
     (ws / ".gitignore").write_text("node_modules/\n*.log\n!keep.log\n")
     (ws / "node_modules" / "pkg").mkdir(parents=True)
     (ws / "node_modules" / "pkg" / "index.js").write_text("x")
@@ -258,6 +260,19 @@ def test_sandbox_off_says_effects_outside_cannot_be_undone(ws: Path, tmp_path: P
     assert "effects outside the workspace cannot be undone" in OUTSIDE_NOTE
     on = WorkspaceRecorder(ws)
     assert on.notes(call) == {}
+
+
+def test_on_the_overlay_path_the_panel_note_walks_nothing(ws: Path) -> None:
+    from agent_cli.undo.recorder import OUTSIDE_NOTE, WorkspaceRecorder
+
+    recorder = WorkspaceRecorder(ws)
+    assert recorder.overlay() == (True, "")
+    walked: list[object] = []
+    recorder.snapper.tree = lambda *a: walked.append(a)  # type: ignore[assignment,method-assign,return-value]
+    registry, _ = load_registry(Settings())
+    call = registry.validate("toolu_x", "run_command", {"command": "true"})
+    assert recorder.notes(call) == {} and walked == []
+    assert WorkspaceRecorder(ws, sandbox="off").notes(call) == {"undo": OUTSIDE_NOTE}
 
 
 def test_agent_cli_home_inside_the_workspace_is_never_recorded(ws: Path, tmp_path: Path,
