@@ -202,10 +202,13 @@ def _open(common: Common, term: Terminal, signals: TerminationSignals, plain: bo
     view = TerminalView(Renderer(console), console, markdown=markdown, spinner=markdown)
     session = open_session(common, approver=EndingApprover(approver, signals), sinks=[view],
                            history=history, continues=continues)
-    if session.effects is not None and common.settings().review_effects:
-        from agent_cli.ui.effects_view import reviewer
+    ask = term.ask() if session.effects is not None else None
+    if session.effects is not None and ask is not None:
+        from agent_cli.ui.effects_view import conflict_asker, reviewer
 
-        session.effects.review = reviewer(console, term.ask())
+        session.effects.overwrite = conflict_asker(console, ask)
+        if common.settings().review_effects:
+            session.effects.review = reviewer(console, ask)
     return _Opened(console, keys, view, session)
 
 

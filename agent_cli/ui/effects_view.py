@@ -113,3 +113,20 @@ def reviewer(console: Console, ask: Callable[[str], str] | None
         return answer.strip().lower() in ("", "y", "yes")
 
     return review
+
+
+def conflict_asker(console: Console, ask: Callable[[str], str]) -> Callable[[str], bool]:
+    """For a path changed in the workspace while the command ran: replace it with the command's
+    version only on an explicit yes."""
+    from agent_cli.approval import parse_answer
+
+    def overwrite(rel: str) -> bool:
+        console.print(safe(f"{rel} was changed in the workspace while the command ran.",
+                           "bold yellow"))
+        try:
+            answer = ask(f"Replace your version of {rel} with the command's? [y/N] ")
+        except (EOFError, KeyboardInterrupt):
+            return False
+        return parse_answer(answer)[0]
+
+    return overwrite

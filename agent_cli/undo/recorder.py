@@ -63,6 +63,9 @@ class WorkspaceRecorder:
     review: Callable[[ev.Effects], bool] | None = None
     """Config `review_effects`: shown an approved command's change set (with its diff), says
     whether to keep it. On the overlay path it is asked before the changes are applied."""
+    overwrite: Callable[[str], bool] | None = None
+    """Asked for each path the user changed in the workspace while a command ran in its layer:
+    whether the command's version replaces theirs (None: never; the path is named instead)."""
     earlier: Path | None = None
     """The log this session resumed (`chat --continue`): /undo reaches its calls too, once that
     log is trusted for undo (read when /undo first asks, not at start)."""
@@ -231,7 +234,8 @@ class WorkspaceRecorder:
                                    workspace=str(self.workspace), changes=[],
                                    complete=finished)]
         try:
-            applied = apply_upper(token.layer.upper, self.workspace, self.store, token.since_ns)
+            applied = apply_upper(token.layer.upper, self.workspace, self.store, token.since_ns,
+                                  self.overwrite)
         except OSError as e:
             return [ev.Notice(message=f"the changes of call {token.call_id} could not all be "
                               f"applied to the workspace ({_why(e)}); they are in "

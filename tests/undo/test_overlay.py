@@ -169,3 +169,57 @@ def test_a_refused_overlay_is_said_once_at_start(ws: Path, tmp_path: Path,
     assert len(notes) == 1 and "Operation not permitted" in notes[0]
     effects = [e for e in seen if isinstance(e, ev.Effects)]
     assert [[c.path for c in e.changes] for e in effects] == [["one.txt"], ["two.txt"]]
+
+
+@pytest.mark.parametrize("answer", ["n", "y"])
+def test_the_user_edits_a_file_while_the_command_runs(ws: Path, tmp_path: Path, answer: str,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A real command in its layer, a real edit in the workspace meanwhile: the path is named,
+    and the command's version replaces the user's only on a yes."""
+    import threading
+
+    from agent_cli import events as ev
+    from agent_cli.approval import ScriptedApprover
+    from agent_cli.config import Settings
+    from agent_cli.providers.scripted import ScriptedProvider
+    from agent_cli.session import Session, load_registry
+    from tests.scripts import done, tool_use
+    from tests.undo.test_undo import sh
+
+    monkeypatch.setenv("AGENT_CLI_UNDO_OVERLAY", "on")
+    go = tmp_path / "go"
+    command = (f"printf cmd > src/a.txt && printf s > started && "
+               f"while [ ! -e {go} ]; do sleep 0.05; done && printf o > other.txt")
+    config = Settings(provider="scripted")
+    registry, _ = load_registry(config)
+    seen: list[ev.AnyEvent] = []
+    session = Session(config, workspace=ws, provider=ScriptedProvider(
+        [tool_use("toolu_c", "run_command", sh(command)), done("done")]), registry=registry,
+        approver=ScriptedApprover(["y"]), sinks=[seen.append], log_path=tmp_path / "s.jsonl")
+    asked: list[str] = []
+    assert session.effects is not None
+    session.effects.overwrite = lambda rel: asked.append(rel) or answer == "y"  # type: ignore[func-returns-value]
+    session.start()
+    worker = threading.Thread(target=session.send, args=("go",))
+    worker.start()
+    layers = Path(os.environ["AGENT_CLI_HOME"]) / "store" / "layers"
+    deadline = time.monotonic() + 60
+    while not list(layers.glob("*/upper/started")) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert list(layers.glob("*/upper/started")), "the command never started in its layer"
+    (ws / "src" / "a.txt").write_text("the user's edit\n")
+    go.write_text("go")
+    worker.join(120)
+    session.close()
+    assert asked == ["src/a.txt"]
+    assert (ws / "other.txt").read_text() == "o"
+    [effects] = [e for e in seen if isinstance(e, ev.Effects)]
+    if answer == "n":
+        assert (ws / "src" / "a.txt").read_text() == "the user's edit\n"
+        assert "src/a.txt" not in {c.path for c in effects.changes}
+        notes = [e.message for e in seen if isinstance(e, ev.Notice) and e.kind == "undo"]
+        assert any("src/a.txt" in n and "while the command ran" in n for n in notes)
+    else:
+        assert (ws / "src" / "a.txt").read_text() == "cmd"
+        [ch] = [c for c in effects.changes if c.path == "src/a.txt"]
+        assert ch.before is not None and ch.before.size == len("the user's edit\n")
