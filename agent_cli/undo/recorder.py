@@ -220,7 +220,7 @@ class WorkspaceRecorder:
         if self.review is not None:
             try:
                 dry = apply_upper(token.layer.upper, self.workspace, self.store,
-                                  token.since_ns, dry=True)
+                                  token.since_ns, dry=True, file_cap=self.limits.file_cap)
             except OSError:
                 dry = None
             if dry is not None and dry.changes and not self.review(ev.Effects(
@@ -235,7 +235,7 @@ class WorkspaceRecorder:
                                    complete=finished)]
         try:
             applied = apply_upper(token.layer.upper, self.workspace, self.store, token.since_ns,
-                                  self.overwrite)
+                                  self.overwrite, file_cap=self.limits.file_cap)
         except OSError as e:
             return [ev.Notice(message=f"the changes of call {token.call_id} could not all be "
                               f"applied to the workspace ({_why(e)}); they are in "

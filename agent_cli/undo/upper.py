@@ -6,7 +6,8 @@ device 0:0 is a whiteout (a deletion; a deleted folder's contents are recorded o
 folder marked opaque replaced the folder below (what it no longer holds is deleted), any other
 folder is merged. A rename is a deletion plus a creation (overlayfs without redirect_dir makes
 `mv` of a folder copy it). Before a path is changed its workspace content goes into the undo
-store, so the `effects` record restores it.
+store (up to the file cap), so the `effects` record restores it; new content is copied from the
+layer, and kept in the store only when small (AFTER_KEEP).
 
 A workspace path whose ctime is after the command started was changed by someone else while it
 ran: a conflict, named and left as the user has it unless `overwrite` says yes for it.
@@ -30,6 +31,10 @@ _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 OPAQUE = ("trusted.overlay.opaque", "user.overlay.opaque")
+AFTER_KEEP = 1 << 20
+"""A written file's new content is kept in the store up to this size (for /show's diff and a
+redo); larger ones are hashed only: an `npm install` must not copy node_modules into the store.
+What undo needs, the content before, is kept up to the file cap."""
 
 
 @dataclass
@@ -51,8 +56,8 @@ def _opaque(path: str) -> bool:
     return False
 
 
-def _state(store: Store, dir_fd: int, name: str, keep: bool) -> EntryState | None:
-    """What `name` is; with `keep`, its content goes into the store (a before or after)."""
+def _state(store: Store, dir_fd: int, name: str, keep: bool | int) -> EntryState | None:
+    """What `name` is; with `keep` (True, or a size limit), its content goes into the store."""
     try:
         st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
     except FileNotFoundError:
@@ -67,7 +72,7 @@ def _state(store: Store, dir_fd: int, name: str, keep: bool) -> EntryState | Non
         return EntryState(kind="special", sha256=special_tag(st), mode=st.st_mode & 0o7777)
     fd = os.open(name, os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _CLOEXEC, dir_fd=dir_fd)
     try:
-        if keep:
+        if keep is True or (keep is not False and st.st_size <= keep):
             sha, size = store.put_fd(fd)
         else:
             from agent_cli.undo.snapshot import hash_fd
@@ -77,6 +82,35 @@ def _state(store: Store, dir_fd: int, name: str, keep: bool) -> EntryState | Non
                           size=size)
     finally:
         os.close(fd)
+
+
+def _copy_in(pfd: int, name: str, src: str, mode: int) -> None:
+    """Copy the upper layer's file `src` to `name` (temp file, fsync, rename)."""
+    import secrets
+
+    tmp = f".agent-cli-apply-{secrets.token_hex(6)}"
+    out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o600,
+                  dir_fd=pfd)
+    try:
+        fd = os.open(src, os.O_RDONLY | _NOFOLLOW | _CLOEXEC)
+        try:
+            while True:
+                b = os.read(fd, 1 << 16)
+                if not b:
+                    break
+                view = memoryview(b)
+                while view:
+                    view = view[os.write(out, view):]
+        finally:
+            os.close(fd)
+        os.fchmod(out, mode)
+        os.fsync(out)
+    except BaseException:
+        os.close(out)
+        os.unlink(tmp, dir_fd=pfd)
+        raise
+    os.close(out)
+    os.rename(tmp, name, src_dir_fd=pfd, dst_dir_fd=pfd)
 
 
 def _kind(before: EntryState | None, after: EntryState | None) -> str:
@@ -91,7 +125,10 @@ def _kind(before: EntryState | None, after: EntryState | None) -> str:
 
 class _Apply:
     def __init__(self, upper: Path, workspace: Path, store: Store, since_ns: int,
-                 overwrite: Callable[[str], bool] | None, dry: bool = False) -> None:
+                 overwrite: Callable[[str], bool] | None, dry: bool = False,
+                 file_cap: int = 50 << 20) -> None:
+        self.file_cap = file_cap
+        """Content before a change is kept up to this size (undo_file_cap_mb)."""
         self.dry = dry
         """Only compute the change set (for a review before it is applied)."""
         self.upper = upper
@@ -120,7 +157,7 @@ class _Apply:
 
     def remove(self, pfd: int, name: str, rel: str) -> None:
         """Record and remove what is at `rel` (a folder: its contents first)."""
-        before = _state(self.store, pfd, name, keep=True)
+        before = _state(self.store, pfd, name, keep=self.file_cap)
         if before is None:
             return
         if before.kind == "dir":
@@ -141,10 +178,10 @@ class _Apply:
         udir, uname = os.path.split(src)
         ufd = os.open(udir, os.O_RDONLY | os.O_DIRECTORY | _CLOEXEC)
         try:
-            after = _state(self.store, ufd, uname, keep=True)
+            after = _state(self.store, ufd, uname, keep=AFTER_KEEP)
         finally:
             os.close(ufd)
-        before = _state(self.store, pfd, name, keep=True)
+        before = _state(self.store, pfd, name, keep=self.file_cap)
         if after is None or same(before, after):
             return
         if before is not None and before.kind == "dir":
@@ -159,10 +196,12 @@ class _Apply:
             if before is not None:
                 os.unlink(name, dir_fd=pfd)
             os.mkfifo(name, after.mode, dir_fd=pfd)
-        else:
+        elif after.kind == "link":
             from agent_cli.undo.restore import _write_from_store
 
             _write_from_store(pfd, name, after, self.store)
+        else:
+            _copy_in(pfd, name, src, after.mode)
         self.record(rel, before, after)
 
     def walk(self, rel: str) -> None:
@@ -207,12 +246,12 @@ class _Apply:
         udir, uname = os.path.split(src)
         ufd = os.open(udir, os.O_RDONLY | os.O_DIRECTORY | _CLOEXEC)
         try:
-            self.record(rel, None, _state(self.store, ufd, uname, keep=True))
+            self.record(rel, None, _state(self.store, ufd, uname, keep=AFTER_KEEP))
         finally:
             os.close(ufd)
 
     def folder(self, pfd: int, name: str, rel: str, src: str, st: os.stat_result) -> None:
-        before = _state(self.store, pfd, name, keep=True)
+        before = _state(self.store, pfd, name, keep=False)
         mode = st.st_mode & 0o7777
         if before is not None and before.kind != "dir":
             self.remove(pfd, name, rel)
@@ -241,11 +280,11 @@ class _Apply:
 
 
 def apply_upper(upper: Path, workspace: Path, store: Store, since_ns: int,
-                overwrite: Callable[[str], bool] | None = None, *, dry: bool = False
-                ) -> Applied:
+                overwrite: Callable[[str], bool] | None = None, *, dry: bool = False,
+                file_cap: int = 50 << 20) -> Applied:
     """Carry the upper layer into the workspace; the change set, sorted by path. `dry`: only
     compute it (the workspace is not touched)."""
-    job = _Apply(upper, workspace, store, since_ns, overwrite, dry)
+    job = _Apply(upper, workspace, store, since_ns, overwrite, dry, file_cap)
     try:
         job.walk("")
     finally:

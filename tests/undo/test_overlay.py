@@ -223,3 +223,19 @@ def test_the_user_edits_a_file_while_the_command_runs(ws: Path, tmp_path: Path, 
         assert (ws / "src" / "a.txt").read_text() == "cmd"
         [ch] = [c for c in effects.changes if c.path == "src/a.txt"]
         assert ch.before is not None and ch.before.size == len("the user's edit\n")
+
+
+def test_big_new_content_is_hashed_not_stored_and_the_old_content_is_kept(
+        ws: Path, tmp_path: Path) -> None:
+    layer, since, _ = run(ws, tmp_path, "head -c 3000000 /dev/zero > big.bin && "
+                          "printf new > src/a.txt")
+    store = Store(tmp_path / "store")
+    applied = apply_upper(layer.upper, ws, store, since)
+    layer.remove()
+    by = {c.path: c for c in applied.changes}
+    big = by["big.bin"].after
+    assert big is not None and big.size == 3_000_000 and not store.has(big.sha256 or "")
+    assert (ws / "big.bin").stat().st_size == 3_000_000
+    old = by["src/a.txt"].before
+    assert old is not None and store.read(old.sha256 or "") == b"a\n"
+    assert store.size()[1] < 100_000
