@@ -87,10 +87,11 @@ def register(app: typer.Typer) -> None:
         if live:
             console.print(safe("That session is still open in another terminal: this is what "
                                "its log says so far.", "yellow"))
-        elif crashed:
-            console.print(safe("That session crashed (its log ends torn or without "
-                               "session_end); every record up to there verifies and is signed "
-                               "with your log key.", "yellow"))
+        crash_note = ("That session crashed (its log ends torn or without session_end); "
+                      "every record up to there verifies and is signed with your log key."
+                      if crashed and not live else "")
+        if crash_note and list_:
+            console.print(safe(crash_note, "yellow"))
         if list_:
             if not sets:
                 console.print(safe(f"Nothing to undo in {path}.", "dim"))
@@ -113,7 +114,8 @@ def register(app: typer.Typer) -> None:
         plan = make_plan(chosen, target, store, home())
         ask = _answer_source(answers)
         outcome = confirm_and_apply(plan, store, console, ask,
-                                    lambda event: logs.append_undo(path, event), redo=redo)
+                                    lambda event: logs.append_undo(path, event), redo=redo,
+                                    note=crash_note)
         print_outcome(console, outcome)
         raise typer.Exit(EXIT_OK if outcome.undone else EXIT_NOT_UNDONE)
 

@@ -107,9 +107,10 @@ def _set_line(cs: ChangeSet) -> Text:
     return line
 
 
-def undo_panel(plan: Plan, store: Store, redo: bool = False) -> Panel:
-    parts: list[RenderableType] = [Text("Redo: put back what this undo took back:" if redo
-                                        else "Undo, newest first:", style="bold cyan")]
+def undo_panel(plan: Plan, store: Store, redo: bool = False, note: str = "") -> Panel:
+    parts: list[RenderableType] = [safe(note, "yellow")] if note else []
+    parts.append(Text("Redo: put back what this undo took back:" if redo
+                      else "Undo, newest first:", style="bold cyan"))
     for cs in plan.sets:
         parts.append(Text("  ") + _set_line(cs))
     parts.append(Text.assemble(("workspace ", "bold cyan"), safe(str(plan.workspace))))
@@ -167,9 +168,11 @@ class Outcome:
 
 
 def confirm_and_apply(plan: Plan, store: Store, console: Console, ask: Ask | None,
-                      record: Callable[[ev.Undo], None], *, redo: bool = False) -> Outcome:
-    """Show the panel, ask, restore on yes and hand the `undo` event to `record` (the log)."""
-    show(console, undo_panel(plan, store, redo))
+                      record: Callable[[ev.Undo], None], *, redo: bool = False,
+                      note: str = "") -> Outcome:
+    """Show the panel, ask, restore on yes and hand the `undo` event to `record` (the log);
+    `note` is said first in the panel (a crashed session)."""
+    show(console, undo_panel(plan, store, redo, note))
     if not plan.steps:
         return Outcome(False, message="Nothing to undo: every change of it was changed since "
                        "(named above); nothing was touched.")
