@@ -77,3 +77,28 @@ def test_a_forged_record_after_a_crash_is_still_refused(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert "Not undoing" in result.stdout + result.stderr
     assert (ws / "made.txt").exists()
+
+
+def test_only_an_undo_may_follow_session_end(tmp_path: Path) -> None:
+    """agent-cli undo appends one `undo` record after session_end; any other record there is
+    still a fault, and the log stays trusted only with the undo."""
+    from agent_cli import events as ev
+    from agent_cli.log.trust import check_trust
+    from agent_cli.log.verify import verify
+    from agent_cli.log.writer import SessionLog
+
+    log = tmp_path / "s.jsonl"
+    w = SessionLog(log)
+    w.write(ev.SessionStart(version="0", model="m", provider="p", workspace=str(tmp_path)))
+    w.write(ev.SessionEnd(reason="exit"))
+    w.close()
+    w = SessionLog(log)
+    w.write(ev.Undo(id="undo_1", undid=["toolu_x"], workspace=str(tmp_path)))
+    w.close()
+    result = verify(log)
+    assert result.fault is None and result.warnings == []
+    assert check_trust(log).trusted
+    w = SessionLog(log)
+    w.write(ev.UserMessage(text="smuggled after the end"))
+    w.close()
+    assert "comes after session_end" in (verify(log).fault or "")
