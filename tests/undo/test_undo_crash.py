@@ -102,3 +102,31 @@ def test_only_an_undo_may_follow_session_end(tmp_path: Path) -> None:
     w.write(ev.UserMessage(text="smuggled after the end"))
     w.close()
     assert "comes after session_end" in (verify(log).fault or "")
+
+
+def test_chat_continue_after_undo_resumes_the_whole_conversation(
+        spawn: Any, workspace: Path, tmp_path: Path) -> None:  # noqa: F811
+    """Case 5 as a user meets it: a chat, `agent-cli undo` afterwards, then `chat --continue`:
+    the conversation is all there, and the recap names the call that was undone."""
+    (workspace / "notes.txt").write_text("old\n")
+    chat = spawn([tool_use("toolu_u", "write_file", {"path": "notes.txt", "content": "new\n"}),
+                  text("WROTE-IT")], workspace)
+    chat.child.timeout = 60
+    chat.prompt()
+    chat.say("rewrite the note")
+    chat.expect(ASK)
+    chat.say("y")
+    chat.expect(b"WROTE-IT")
+    chat.prompt()
+    assert chat.quit() == 0
+    [log] = (Path(os.environ["AGENT_CLI_HOME"]) / "sessions").glob("*.jsonl")
+    result = undo_cli(str(log), tmp=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (workspace / "notes.txt").read_text() == "old\n"
+    again = spawn([text("CONTINUED")], workspace, "--continue")
+    again.child.timeout = 60
+    recap = again.prompt()
+    flat = b" ".join(recap.split())
+    assert b"Resumed from" in flat and b": 0 messages" not in flat
+    assert b"Undone since" in flat and b"toolu_u" in flat
+    assert again.quit() == 0
