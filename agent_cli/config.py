@@ -181,6 +181,10 @@ class Settings(BaseModel):
     """Files larger than this (MB) are not snapshotted; the panel says so."""
     undo_store_cap_mb: int = Field(1024, ge=1)
     """What one session may add to the undo store (MB); past it, new content is not kept."""
+    review_effects: bool = False
+    """After an approved command, show its changes with their diff and ask `Keep these changes?
+    [Y/n]`: before they reach the workspace on the overlay path, undone at once on a no on the
+    snapshot path."""
     sandbox: Literal["workspace", "off"] = "workspace"
     """Confine every approved command and MCP server with the kernel (Landlock): writes only
     inside the workspace (a server: its cwd) and a private temporary folder, no network unless

@@ -239,10 +239,11 @@ class EntryState(BaseModel):
     """One path as a snapshot saw it. Content (a file's bytes, a link's target) is in the undo
     store under its sha256, so a record never carries file content."""
 
-    kind: Literal["file", "link", "dir"]
-    """What the path was."""
+    kind: Literal["file", "link", "dir", "special"]
+    """What the path was (`special`: a FIFO, socket or device, never restored as such)."""
     sha256: str | None = None
-    """Of the file's bytes or the link's target; None for a folder."""
+    """Of the file's bytes or the link's target (of its file type for a special file); None for
+    a folder."""
     mode: int = 0
     """Permission bits (st_mode & 0o7777); 0 for a link."""
     size: int = 0

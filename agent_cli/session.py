@@ -220,6 +220,8 @@ class Session:
 
             self.effects = WorkspaceRecorder.for_session(self.workspace, settings)
             self.sinks.append(self.effects)
+            if continues:
+                self.effects.earlier = Path(continues)
         self.continues = continues
         self.load_report = load_report or LoadReport()
         self._closed = False
@@ -362,6 +364,10 @@ class Session:
         notice = self.sandbox.start_notice()
         if notice:
             self.emit(ev.Notice(message=notice, kind="sandbox"))
+        if self.effects is not None:
+            overlay_note = self.effects.overlay_notice()
+            if overlay_note:
+                self.emit(ev.Notice(message=overlay_note, kind="undo"))
         for problem in self.load_report.errors:
             self.emit(ev.Notice(message=problem, kind="plugin_error"))
         for problem in self.skills.problems if self.skills is not None else []:

@@ -3,7 +3,12 @@ the store size after 50 approved commands on a 10,000-file tree, and the per-cal
 recording when nothing changed. Each figure is printed beside a floor measured in the same run:
 a bare os.walk + lstat of the same tree (what any tree snapshot must at least do).
 
+`per-command` measures what one approved command costs on a 10,000- and a 100,000-file tree,
+on both paths (snapshots; the overlay), beside the stat-walk floor and `true` run through
+run_command's process path without undo, all in the same run.
+
 Usage: python bench/bench_undo.py [--runs 3] [--commands 50]
+       python bench/bench_undo.py per-command [--runs 5] [--files 10000 100000]
 """
 
 from __future__ import annotations
@@ -53,6 +58,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--commands", type=int, default=50)
     opts = ap.parse_args()
+    os.environ["AGENT_CLI_UNDO_OVERLAY"] = "off"  # these figures are the snapshot path's
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["AGENT_CLI_HOME"] = str(Path(tmp) / "home")
         from agent_cli.undo.recorder import WorkspaceRecorder
@@ -134,5 +140,81 @@ def main() -> None:
         print(f"floor: one os.walk+lstat of that tree                         {fmt(floors)}")
 
 
-if __name__ == "__main__":
+if __name__ == "__main__" and sys.argv[1:2] != ["per-command"]:
     main()
+
+
+def per_command(files: int, runs: int, k: int = 10) -> None:
+    """Per approved command on a `files`-file tree, in one run: the bare stat walk (the floor of
+    any snapshot), `true` through run_command's process path without undo, and recording effects
+    on both paths (snapshots; the overlay) for a command that changes nothing and one that
+    changes k files."""
+    from agent_cli.config import Settings
+    from agent_cli.sandbox.policy import Sandbox, install
+    from agent_cli.session import load_registry
+    from agent_cli.tools.procs import run_process
+    from agent_cli.undo.recorder import WorkspaceRecorder
+    from agent_cli.undo.store import Store
+
+    tmp = Path(os.environ["AGENT_CLI_HOME"]).parent
+    root = tmp / f"ws-{files}"
+    make_tree(root, files)
+    box = Sandbox("workspace", root)
+    install(box)
+    registry, _ = load_registry(Settings())
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+
+    def run(command: str) -> None:
+        out = run_process(["/bin/sh", "-c", command], cwd=str(root), env=env, timeout_s=120)
+        assert out.returncode == 0, out
+
+    def recorded(mode: str, command: str) -> float:
+        os.environ["AGENT_CLI_UNDO_OVERLAY"] = mode
+        recorder = WorkspaceRecorder(root, store=Store(tmp / "store-bench"))
+        call = registry.validate("toolu_b", "run_command", {"command": command})
+        recorder.notes(call)  # the first snapshot of the tree (once per session) is not counted
+        recorder.before(call)
+        xs: list[float] = []
+        for _ in range(runs):
+            t = time.perf_counter()
+            recorder.notes(call)
+            time.sleep(0)  # (an automatic yes: the note's walk is reused where it can be)
+            token = recorder.before(call)
+            run(command)
+            recorder.after(token, True)
+            xs.append(time.perf_counter() - t)
+        return statistics.median(xs)
+
+    floor = statistics.median(walk_floor(root) for _ in range(runs))
+    bare: list[float] = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        run("true")
+        bare.append(time.perf_counter() - t)
+    true_s = statistics.median(bare)
+    change = " && ".join(f"printf {i} > pkg{i}/sub0/k{i}.txt" for i in range(k))
+    rows = [("snapshots", "off"), ("overlay", "on")]
+    print(f"{files:,} files: floor os.walk+lstat {floor * 1000:.1f} ms; `true` through "
+          f"run_command's process path without undo {true_s * 1000:.1f} ms")
+    for name, mode in rows:
+        nothing = recorded(mode, "true")
+        some = recorded(mode, change)
+        print(f"{files:,} files  {name:<9}  nothing changed {nothing * 1000:8.1f} ms "
+              f"({nothing / true_s:5.1f}x true, {nothing / floor:5.2f}x the floor);  "
+              f"{k} files changed {some * 1000:8.1f} ms")
+    os.environ.pop("AGENT_CLI_UNDO_OVERLAY", None)
+
+
+def main_per_command() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--files", type=int, nargs="*", default=[10_000, 100_000])
+    opts, _ = ap.parse_known_args(sys.argv[2:])
+    with tempfile.TemporaryDirectory() as tmp:
+        os.environ["AGENT_CLI_HOME"] = str(Path(tmp) / "home")
+        for files in opts.files:
+            per_command(files, opts.runs)
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["per-command"]:
+    main_per_command()

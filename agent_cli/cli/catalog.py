@@ -26,8 +26,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
               "hash, arguments and full description (what the model is told)."),
     "replay": ("agent_cli.cli.replay", "Show a saved session again: user turns, model text, "
                "each approval panel with the decision taken, and the results."),
-    "undo": ("agent_cli.cli.undo", "Restore what approved calls changed: shows the diff it "
-             "would apply and asks [y/N]."),
+    "undo": ("agent_cli.cli.undo", "Restore what approved calls changed, one turn at a time: "
+             "shows the diff it would apply and asks [y/N]."),
     "eval": ("agent_cli.cli.eval", "Run the tasks of a task file, each in a fresh copy of its "
              "workspace, through the same loop as a chat, with the answers you allow for "
              "approvals (--approve-task-answers, --answers FILE; otherwise write calls are "

@@ -210,6 +210,16 @@ def _open(common: Common, term: Terminal, signals: TerminationSignals, plain: bo
     view = TerminalView(Renderer(console, repl=True), console, markdown=markdown, spinner=markdown)
     session = open_session(common, approver=EndingApprover(approver, signals), sinks=[view],
                            history=history, continues=continues)
+    if session.effects is not None:
+        from agent_cli.ui.confirm import terminal_asker
+
+        asker = terminal_asker(console)
+        if asker is not None:
+            from agent_cli.ui.effects_view import conflict_asker, reviewer
+
+            session.effects.overwrite = conflict_asker(asker)
+            if common.settings().review_effects:
+                session.effects.review = reviewer(asker)
     return _Opened(console, keys, view, session)
 
 

@@ -1,5 +1,7 @@
-"""`agent-cli undo [LOG | --last]`, `undo --list [LOG]`, `undo --to ID`: put back what approved
-calls changed (design.md section 7).
+"""`agent-cli undo [LOG | --last]`, `undo --list [LOG]`, `undo --turn N`, `undo --to ID`,
+`undo --redo`: put back what approved calls changed. Without --turn or --to it steps back one
+turn (every call of the last turn still in effect, newest first); a second run steps back one
+more; `--redo` takes back the last undo.
 
 There is no `--yes`: an undo writes files, so it asks like a write call. With no terminal it
 refuses, unless the answers are given explicitly with `--answers FILE` (one answer a line, as
@@ -39,8 +41,13 @@ def register(app: typer.Typer) -> None:
             "--list", help="Show what can be undone, one approved call a line, newest "
             "first.")] = False,
         to: Annotated[Optional[str], typer.Option(  # noqa: UP045
-            "--to", metavar="ID", help="Undo this call and every one after it, newest "
-            "first.")] = None,
+            "--to", metavar="ID", help="Restore the state just before this call: it and every "
+            "call after it still in effect, newest first.")] = None,
+        turn: Annotated[Optional[int], typer.Option(  # noqa: UP045
+            "--turn", metavar="N", min=1, help="Restore the state just before turn N (as "
+            "--list numbers them).")] = None,
+        redo: Annotated[bool, typer.Option(
+            "--redo", help="Put back what the last undo took back.")] = False,
         answers: Annotated[Optional[Path], typer.Option(  # noqa: UP045
             "--answers", metavar="FILE", help="Answers to the prompts, one a line, as typed "
             "(for runs without a terminal).")] = None,
@@ -50,8 +57,9 @@ def register(app: typer.Typer) -> None:
         config: Annotated[Optional[Path], typer.Option(  # noqa: UP045
             "--config", metavar="FILE", help="Settings file (TOML).")] = None,
     ) -> None:
-        """Restore what approved calls changed: shows the diff it would apply and asks [y/N].
-        A file changed since is named and left alone. Exit 0: undone; 1: nothing undone."""
+        """Restore what approved calls changed, one turn at a time: shows the diff it would
+        apply and asks [y/N]. A file changed since is named and left alone. Exit 0: undone; 1:
+        nothing undone."""
         from rich.console import Console
 
         from agent_cli.config import home, load_settings
@@ -64,8 +72,11 @@ def register(app: typer.Typer) -> None:
 
         if log is not None and last:
             raise UsageError("Give a LOG or --last, not both.")
-        if list_ and to is not None:
-            raise UsageError("--list shows what can be undone; use --to ID without it.")
+        if sum(x is not None and x is not False for x in (to, turn, redo or None)) > 1:
+            raise UsageError("Give one of --to ID, --turn N and --redo.")
+        if list_ and (to is not None or turn is not None or redo):
+            raise UsageError("--list shows what can be undone; use --to, --turn or --redo "
+                             "without it.")
         settings = load_settings(config, {})
         console = Console(highlight=False)
         if log is not None:
@@ -73,7 +84,17 @@ def register(app: typer.Typer) -> None:
         else:
             ws = (workspace or Path.cwd()).expanduser().resolve()
             path = logs.latest_with_undo(settings, ws)
-        sets = logs.trusted_sets(path)
+        hist, crashed = logs.trusted_history(path)
+        sets = hist.undoable()
+        live = logs.in_use(path)
+        if live:
+            console.print(safe("That session is still open in another terminal: this is what "
+                               "its log says so far.", "yellow"))
+        crash_note = ("That session crashed (its log ends torn or without session_end); "
+                      "every record up to there verifies and is signed with your log key."
+                      if crashed and not live else "")
+        if crash_note and list_:
+            console.print(safe(crash_note, "yellow"))
         if list_:
             if not sets:
                 console.print(safe(f"Nothing to undo in {path}.", "dim"))
@@ -81,7 +102,10 @@ def register(app: typer.Typer) -> None:
             console.print(safe(f"{path}:", "dim"))
             console.print(list_view(list(reversed(sets))), end="")
             return
-        chosen = logs.select(sets, to)
+        if live:
+            raise logs.UndoRefused(f"The session of {path} is still open in another terminal; "
+                                   "use /undo there (or quit it first).")
+        chosen = [logs.redo_set(hist)] if redo else logs.select(hist, to, turn)
         spaces = {cs.workspace for cs in chosen}
         if len(spaces) != 1:
             raise UsageError("Those calls ran in different workspaces; undo them one at a time.")
@@ -93,7 +117,8 @@ def register(app: typer.Typer) -> None:
         plan = make_plan(chosen, target, store, home())
         ask = _answer_source(answers, console)
         outcome = confirm_and_apply(plan, store, console, ask,
-                                    lambda event: logs.append_undo(path, event))
+                                    lambda event: logs.append_undo(path, event), redo=redo,
+                                    note=crash_note)
         print_outcome(console, outcome)
         raise typer.Exit(EXIT_OK if outcome.undone else EXIT_NOT_UNDONE)
 

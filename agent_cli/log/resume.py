@@ -33,6 +33,8 @@ class Rebuilt:
     interrupted: list[str] = field(default_factory=list)
     """Calls that had no result (the process died mid-call); answered INTERRUPTED, never re-run."""
     warnings: list[str] = field(default_factory=list)
+    undone: dict[str, str] = field(default_factory=dict)
+    """Calls of this log whose changes an undo took back (and no redo put back): id -> undo."""
 
 
 def rebuild(path: Path, _chain: frozenset[Path] = frozenset()) -> Rebuilt:
@@ -46,6 +48,8 @@ def rebuild(path: Path, _chain: frozenset[Path] = frozenset()) -> Rebuilt:
     pending = False
     """The last message is a model reply whose calls are not answered yet."""
     results: dict[str, ToolResultBlock] = {}
+    undo_events: list[ev.Event] = []
+    """The records that say what is undone (effects, undo, user messages for the turns)."""
 
     def flush() -> None:
         nonlocal pending
@@ -86,7 +90,13 @@ def rebuild(path: Path, _chain: frozenset[Path] = frozenset()) -> Rebuilt:
         elif isinstance(item, ev.Notice) and item.kind == "clear":
             flush()
             out.history = []
+        if isinstance(item, ev.Effects | ev.Undo | ev.UserMessage):
+            undo_events.append(item)
     flush()
+    if any(isinstance(e, ev.Undo) for e in undo_events):
+        from agent_cli.undo.changes import history
+
+        out.undone = history(undo_events).undone_by
     return out
 
 
@@ -103,6 +113,10 @@ def resume_notes(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
     notes = [f"Resumed from {path}: {len(rebuilt.history)} messages."]
     notes += [f"Call {i} was running when that session stopped: its outcome is unknown; it is "
               "not run again (the model is told so)." for i in rebuilt.interrupted]
+    if rebuilt.undone:
+        notes.append("Undone since (their changes are no longer in the workspace): "
+                     + ", ".join(f"{call} (by {undo})" for call, undo in rebuilt.undone.items())
+                     + ".")
     notes += [f"Skipped while reading the log: {w}" for w in rebuilt.warnings[:5]]
     return rebuilt.history, notes
 

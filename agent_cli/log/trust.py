@@ -17,6 +17,11 @@ So a log is trusted only when ALL of these hold, and the first that does not is 
 - every session in it is signed with this key (`key_id` matches) and every record carries a MAC
   that matches (verify turns a missing or wrong MAC in a signed session into a fault).
 
+Undo alone also acts on a log whose session crashed (`after_crash=True`): its only warnings may
+then be what a crash leaves (a torn last line, no session_end; verify counts them in
+`crash_marks`), every record up to the tear still verifying and signed with this key, and
+`LogTrust.crashed` says so. Reusing approvals never accepts that.
+
 Callers (rerun's --reuse-approvals, undo) call `check_trust(path)` and refuse with
 `LogTrust.reason` when `trusted` is false. To act on exactly the bytes that were checked, read the
 log from `trusted_copy` (a private snapshot taken before the check), not from the original path,
@@ -57,14 +62,17 @@ class LogTrust:
     """The last record's hash when trusted: names exactly the content that was trusted."""
     problems: tuple[str, ...] = field(default_factory=tuple)
     """The fault and every warning `log verify` reported, for a detailed refusal."""
+    crashed: bool = False
+    """Trusted with `after_crash`: the log ends torn or without session_end."""
 
 
-def check_trust(path: Path, key: bytes | None = None) -> LogTrust:
+def check_trust(path: Path, key: bytes | None = None, *, after_crash: bool = False) -> LogTrust:
     """Decide whether the log at `path` may be acted on (approvals reused, effects undone).
 
     `key` is the log key to check against; None means this user's own key from AGENT_CLI_HOME
     (the normal case; tests and tools pass one explicitly). Never raises for a bad log: an
-    unreadable, forged or foreign one is simply not trusted, with the reason."""
+    unreadable, forged or foreign one is simply not trusted, with the reason. `after_crash`
+    (undo only): a crash's torn or missing end is no reason to refuse."""
     from agent_cli.log.keys import log_key
     from agent_cli.log.verify import verify
 
@@ -82,10 +90,10 @@ def check_trust(path: Path, key: bytes | None = None) -> LogTrust:
         return LogTrust(False, str(e))
     except (OSError, ValueError, RecursionError) as e:  # a reader must never take the caller down
         return LogTrust(False, f"{path} could not be checked ({type(e).__name__}).")
-    return judge(result)
+    return judge(result, after_crash=after_crash)
 
 
-def judge(result: VerifyResult) -> LogTrust:
+def judge(result: VerifyResult, *, after_crash: bool = False) -> LogTrust:
     """The trust rule over a finished `verify(path, key=...)` run (which checked the MACs with
     that key): `log verify` uses it to say whether the log it just checked is trusted, without
     reading the file twice."""
@@ -94,6 +102,11 @@ def judge(result: VerifyResult) -> LogTrust:
         fault = result.fault.rstrip(".")  # a fault may end its own sentence
         return LogTrust(False, f"the log fails `agent-cli log verify`: {fault}.",
                         result.count, problems=problems)
+    if after_crash and result.warnings and result.crash_marks == len(result.warnings):
+        return LogTrust(True, f"the session crashed (its log ends torn or without "
+                              f"session_end); every one of its {result.count} records up to "
+                              "there is signed with this user's log key and the chain is "
+                              "intact.", result.count, result.head, problems, crashed=True)
     if result.warnings:
         more = f" (and {len(result.warnings) - 1} more)" if len(result.warnings) > 1 else ""
         return LogTrust(False, "only a log that verifies without a single warning is trusted, "

@@ -113,6 +113,10 @@ class VerifyResult:
     """Every session checked that is not signed with the key checked: (its line, the key id it
     carries, None for none). What "signed throughout" is decided on (log/trust.signature), over
     the whole file, never from its first session."""
+    crash_marks: int = 0
+    """How many of the warnings are what a crash leaves (a torn last line, no session_end, the
+    torn line followed by an `undo` or a new session appended afterwards): log/trust.py lets
+    undo act on a log whose only warnings these are."""
 
     @property
     def ok(self) -> bool:
@@ -329,12 +333,14 @@ def _check(res: VerifyResult, chain: Chain, keys: Keys,
             res.fault = (f"line {lineno} ({_describe(rec)}) was edited: its bytes are not the "
                          "form the writer produces, though its values still match the hash")
             break
+        kind = rec.get("type")
         if pending_debris:
             for bad in pending_debris:
                 res.warnings.append(f"line {bad.lineno}: {bad.reason}; the chain continues "
                                     "over it")
+                if bad.torn or kind in ("undo", "session_start"):
+                    res.crash_marks += 1
             pending_debris.clear()
-        kind = rec.get("type")
         if chain.ended or (type(kind) is str and kind in _STRUCTURAL):
             problem = _check_structure(rec, chain)
             if problem:
@@ -391,13 +397,15 @@ def _finish(res: VerifyResult, chain: Chain) -> VerifyResult:
                          "a crash's torn write: the last record was edited or damaged")
             return res
         res.warnings.append(f"line {bad.lineno}: {bad.reason}; skipped")
+        res.crash_marks += 1
     res.head = chain.prev_hash
     if res.count == 0:
         res.fault = "no log records in this file"
-    elif chain.last_type != "session_end":
+    elif chain.last_type != "session_end" and not (chain.ended and chain.last_type == "undo"):
         res.warnings.append("the log does not end with session_end: the session crashed, is "
                             "still running, or its last lines were removed (compare the head "
                             "hash with a copy you trust)")
+        res.crash_marks += 1
     return res
 
 
@@ -407,11 +415,12 @@ _STRUCTURAL = frozenset(("session_start", "session_end", "approval", "tool_start
 
 def _check_structure(rec: dict[str, Any], chain: Chain) -> str | None:
     """A chained record must still make sense: no call runs without a recorded approval, and
-    nothing but a new session follows a session's end."""
+    nothing but a new session or an `undo` (agent-cli undo, after the session it undid)
+    follows a session's end."""
     kind = rec.get("type")
-    if chain.ended and kind != "session_start":
-        return "comes after session_end, where only a new session_start may follow"
-    chain.ended = kind == "session_end"
+    if chain.ended and kind not in ("session_start", "undo"):
+        return "comes after session_end, where only a new session_start or an undo may follow"
+    chain.ended = kind == "session_end" or (chain.ended and kind == "undo")
     if kind == "session_start":
         chain.approved = set()
         chain.mid_session = False

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import hashlib
 import os
 import threading
@@ -91,6 +92,8 @@ class SessionLog:
         self._created = not existed
         """This writer made the file: if nothing ever lands in it, closing removes it."""
         self._lock = threading.Lock()
+        with contextlib.suppress(OSError):  # a shared lock while open: undo's "still running"
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         if os.fstat(fd).st_size > 0:
             tail = last_valid_record(path)
             if tail is not None:

@@ -10,6 +10,8 @@
 - `pidns`: a PID namespace per command, so what it starts ends with it;
 - `diagnose`: the one line that names the sandbox after a refusal;
 - `spawner`: a confined thread that starts run_command's children, so they are born confined;
+- `overlay`: a copy-on-write layer per approved command (overlayfs in a private mount namespace,
+  mounted first and confined second), whose writes agent_cli.undo.upper applies and records;
 - `exec`: the wrapper that confines a process someone else spawns (MCP servers), then execs it;
 - `mcp`: wraps an MCP server's command with it;
 - `selfguard`: agent-cli hides its own secrets from /proc and goes non-dumpable at start.

@@ -147,6 +147,9 @@ class Sandbox:
         self._servers: dict[str, Capabilities] = {}
         self._pidns: bool | None = None
         self._lock = threading.Lock()
+        self.layer: Any = None
+        """The overlay layer (sandbox.overlay.Layer) the next processes write into, set by the
+        undo recorder around one approved call; None: they write the workspace itself."""
 
     @property
     def enforced(self) -> bool:
@@ -348,6 +351,8 @@ class Sandbox:
         """What starts a child with this session's confinement: a Popen-like callable (the
         session's spawner thread for this network choice; plain Popen when nothing is enforced).
         Raises OSError when the kernel refuses the ruleset."""
+        if self.layer is not None:
+            return self._popen_in_layer(network)
         if not self.enforced:
             return subprocess.Popen
         from agent_cli.sandbox.spawner import Spawner
@@ -362,6 +367,40 @@ class Sandbox:
                                   pid_namespace=self._pidns is True)
                 self._spawners[network] = spawner
         return spawner.popen
+
+    def _popen_in_layer(self, network: bool) -> Callable[..., Any]:
+        """Popen into the current overlay layer: mounted first, then confined with the same
+        record's rules (built after the mount, so they name the merged view)."""
+        from agent_cli.sandbox.overlay import landlock_confine, popen_in_layer
+
+        layer = self.layer
+        confine: Callable[[], None] | None = None
+        if self.enforced:
+            caps = self.capabilities(network)
+            lock = landlock_confine(self.support.abi, self.plan(caps), WRITE_DEVICES,
+                                    caps.network)
+            filters = not (network or not self.support.seccomp)
+            pid_ns = self.pid_namespace()
+
+            def confine() -> None:
+                lock()
+                if filters:
+                    from agent_cli.sandbox import seccomp
+
+                    seccomp.install()
+                if pid_ns:
+                    from agent_cli.sandbox import pidns
+
+                    own = pidns.own()
+                    try:
+                        pidns.fresh(own)
+                    finally:
+                        os.close(own)
+
+        def start(argv: Any, **kwargs: Any) -> Any:
+            return popen_in_layer(layer, self.workspace, list(argv), confine=confine, **kwargs)
+
+        return start
 
     def wrap(self, argv: list[str], *, writable: str | Sequence[str], network: bool,
              name: str = "server", off: bool = False) -> tuple[list[str], Path | None]:

@@ -176,6 +176,19 @@ class Asker:
         return got is not None and got.kind == "approve"
 
 
+    def keep(self, body: ConsoleRenderable | None, question: str) -> bool:
+        """A question whose default is yes (`Keep these changes? [Y/n]`, after an approved
+        command): `body` shown whole first; False only for `n`/`no` typed after its end (or `q`
+        at its pager); Enter, EOF and Ctrl-C keep."""
+        if body is not None and self.page(body) is None:
+            return False
+        try:
+            text = self.line(question)
+        except (EOFError, KeyboardInterrupt):
+            return True
+        return text.strip().lower() not in ("n", "no")
+
+
 def terminal_asker(console: Console) -> Asker | None:
     """An Asker on the terminal, or None when no person can be asked (stdin not a terminal)."""
     return Asker(console) if stdin_is_terminal() else None

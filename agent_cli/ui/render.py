@@ -41,6 +41,8 @@ class Renderer:
         self._proposed: dict[str, object] = {}
         self._reported: set[str] = set()
         """Calls whose failure was already printed (invalid, refused): no need to repeat it."""
+        self._effects: dict[str, ev.Effects] = {}
+        """A call's recorded change set (logged before its result), printed under the result."""
 
     def _end_stream(self) -> None:
         if self._streaming:
@@ -75,6 +77,15 @@ class Renderer:
                     self._reported.discard(event.id)
                 else:
                     self._result(event)
+                effects = self._effects.pop(event.id, None)
+                if effects is not None:
+                    from agent_cli.ui.effects_view import effects_line
+
+                    line = effects_line(effects)
+                    if line is not None:
+                        c.print(line)
+            case ev.Effects():
+                self._effects[event.id] = event
             case ev.Notice():
                 c.print(safe(event.message, "yellow"))
             case ev.ErrorEvent():

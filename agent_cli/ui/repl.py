@@ -161,7 +161,8 @@ def _turn_state(session: Session) -> TurnState | None:
 def cmd_show(session: Session, arg: str) -> RenderableType:
     """Print one tool result whole: /show N (as numbered on screen), /show last, or /show ID.
 
-    The screen shows head and tail of long results; the full text is kept."""
+    The screen shows head and tail of long results; the full text is kept. A call that changed
+    files shows the diff of each change after its result."""
     from agent_cli.ui.status import show_result
 
     state = _turn_state(session)
@@ -170,7 +171,12 @@ def cmd_show(session: Session, arg: str) -> RenderableType:
         count = len(state.results.results) if state is not None else 0
         return safe(f"No tool result {arg or 'yet'}; this session has {count}. "
                     "Use /show N, /show last or /show ID.", "yellow")
-    return show_result(found)
+    effects = state.results.effects.get(found.id) if state is not None else None
+    if effects is None:
+        return show_result(found)
+    from agent_cli.ui.effects_view import effects_diff
+
+    return Group(show_result(found), effects_diff(effects))
 
 
 def cmd_retry(session: Session, arg: str) -> object:
@@ -233,11 +239,19 @@ def cmd_mcp(session: Session, arg: str) -> RenderableType:
 
 
 def cmd_undo(session: Session, arg: str) -> RenderableType | None:
-    """Undo the last approved call of this session that changed files (`/undo ID`: that call
-    and every one after it); shows the diff and asks first."""
+    """Step back one turn: undo every approved call of the last turn that changed files, newest
+    first (again: one turn more; `/undo ID`: back to just before that call); shows the diff and
+    asks first."""
     from agent_cli.ui.undo_view import repl_undo
 
     return repl_undo(session, arg)
+
+
+def cmd_redo(session: Session, arg: str) -> RenderableType | None:
+    """Put back what the last /undo took back; shows the diff and asks first."""
+    from agent_cli.ui.undo_view import repl_undo
+
+    return repl_undo(session, arg, redo=True)
 
 
 def cmd_exit(session: Session, arg: str) -> object:
@@ -258,6 +272,7 @@ COMMANDS: dict[str, Command] = {
     "/compact": cmd_compact,
     "/mcp": cmd_mcp,
     "/undo": cmd_undo,
+    "/redo": cmd_redo,
     "/exit": cmd_exit,
     "/quit": cmd_exit,
 }

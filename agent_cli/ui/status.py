@@ -92,10 +92,14 @@ class ResultStore:
 
     def __init__(self) -> None:
         self.results: list[ev.ToolResultEvent] = []
+        self.effects: dict[str, ev.Effects] = {}
+        """Each call's recorded change set, by call id (its diff shows on `/show`)."""
 
     def __call__(self, event: ev.AnyEvent) -> None:
         if isinstance(event, ev.ToolResultEvent):
             self.results.append(event)
+        elif isinstance(event, ev.Effects) and event.changes:
+            self.effects[event.id] = event
 
     def find(self, key: str) -> ev.ToolResultEvent | None:
         """By number (1 is the first result of the session), `last`, or tool_use id."""

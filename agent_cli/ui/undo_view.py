@@ -101,14 +101,17 @@ def _action(step: Step) -> str:
 
 def _set_line(cs: ChangeSet) -> Text:
     what = f"undo {cs.id} (of {', '.join(cs.undid)})" if cs.is_undo else f"{cs.id} {cs.name}"
-    line = safe(what, "bold") + safe(f"  {_when(cs.ts)}  ", "dim") + safe(cs.counts())
+    line = safe(what, "bold") + (safe(f"  turn {cs.turn}", "dim") if cs.turn else Text())
+    line += safe(f"  {_when(cs.ts)}  ", "dim") + safe(cs.counts())
     if not cs.complete:
         line += Text("  (recorded while the call was still running)", style="yellow")
     return line
 
 
-def undo_panel(plan: Plan, store: Store) -> Panel:
-    parts: list[RenderableType] = [Text("Undo, newest first:", style="bold cyan")]
+def undo_panel(plan: Plan, store: Store, redo: bool = False, note: str = "") -> Panel:
+    parts: list[RenderableType] = [safe(note, "yellow")] if note else []
+    parts.append(Text("Redo: put back what this undo took back:" if redo
+                      else "Undo, newest first:", style="bold cyan"))
     for cs in plan.sets:
         parts.append(Text("  ") + _set_line(cs))
     parts.append(Text.assemble(("workspace ", "bold cyan"), safe(str(plan.workspace))))
@@ -128,18 +131,19 @@ def undo_panel(plan: Plan, store: Store) -> Panel:
         for c in plan.conflicts:
             parts.append(Text("  ✗ ", style="red") + safe(c.path, "bold") + Text(": ")
                          + safe(c.reason))
-    title = Text("Undo ", style="bold") + safe(
+    title = Text("Redo " if redo else "Undo ", style="bold") + safe(
         plan.sets[0].id if len(plan.sets) == 1 else f"{len(plan.sets)} change sets", "bold")
     return Panel(Group(*parts), title=title, title_align="left", border_style="yellow",
                  expand=True)
 
 
-def question(plan: Plan) -> str:
+def question(plan: Plan, redo: bool = False) -> str:
+    verb = "Redo" if redo else "Undo"
     if plan.conflicts:
         n = len(plan.steps)
-        return (f"Undo the other {n} change{'s' if n != 1 else ''}, leaving the files named "
+        return (f"{verb} the other {n} change{'s' if n != 1 else ''}, leaving the files named "
                 "above alone? [y/N] ")
-    return "Undo this? [y/N] "
+    return f"{verb} this? [y/N] "
 
 
 @dataclass
@@ -151,12 +155,14 @@ class Outcome:
 
 
 def confirm_and_apply(plan: Plan, store: Store, console: Console, ask: Ask | Asker | None,
-                      record: Callable[[ev.Undo], None]) -> Outcome:
+                      record: Callable[[ev.Undo], None], *, redo: bool = False,
+                      note: str = "") -> Outcome:
     """Show the panel, ask, restore on yes and hand the `undo` event to `record` (the log).
     `ask` is the terminal's Asker (the one confirm: paged, typeahead dropped), a plain answer
     source (`--answers FILE`: the panel is printed whole, no page takes an answer), or None (no
-    terminal: the panel is printed and nothing is undone)."""
-    panel = undo_panel(plan, store)
+    terminal: the panel is printed and nothing is undone). `note` is said first in the panel (a
+    crashed session)."""
+    panel = undo_panel(plan, store, redo, note)
     if isinstance(ask, Asker):
         asker = ask
     else:
@@ -168,19 +174,23 @@ def confirm_and_apply(plan: Plan, store: Store, console: Console, ask: Ask | Ask
                            "since (named above); nothing was touched.")
         return Outcome(False, message="No terminal to confirm on: nothing was undone. Run it in "
                        "a terminal, or give the answer explicitly with --answers FILE.")
-    if not asker.confirm(panel, question(plan)):
+    if not asker.confirm(panel, question(plan, redo)):
         return Outcome(False, message="Not undone; nothing was touched.")
     applied = apply(plan, store)
-    event = undo_event(plan, applied)
+    event = undo_event(plan, applied, "redo" if redo else "undo")
     if applied.changes:
         record(event)
-    return Outcome(bool(applied.changes), event, applied, _done_message(event, applied))
+    return Outcome(bool(applied.changes), event, applied, _done_message(event, applied, redo))
 
 
-def _done_message(event: ev.Undo, applied: Applied) -> str:
+def _done_message(event: ev.Undo, applied: Applied, redo: bool = False) -> str:
     n = len(applied.changes)
-    msg = f"Undone: {n} path{'s' if n != 1 else ''} restored (logged as {event.id}; " \
-          f"`agent-cli undo --to {event.id}` puts them back)." if n else "Nothing was restored."
+    if redo:
+        return (f"Redone: {n} path{'s' if n != 1 else ''} put back (logged as {event.id})."
+                if n else "Nothing was put back.") + (
+            " Left alone: " + "; ".join(event.left_alone) if event.left_alone else "")
+    msg = f"Undone: {n} path{'s' if n != 1 else ''} restored (logged as {event.id}; /redo or " \
+          "`agent-cli undo --redo` puts them back)." if n else "Nothing was restored."
     if event.left_alone:
         msg += " Left alone: " + "; ".join(event.left_alone)
     return msg
@@ -204,24 +214,26 @@ def list_view(sets_newest_first: list[ChangeSet]) -> Text:
 
 
 def repl_undo(session: Session, arg: str, *, console: Console | None = None,
-              ask: Ask | Asker | None = None) -> RenderableType | None:
-    """`/undo [ID]` over this session's own records (kept in memory as they were emitted, so no
-    file is trusted for them); the undo event goes into this session's log."""
+              ask: Ask | Asker | None = None, redo: bool = False) -> RenderableType | None:
+    """`/undo` (one turn back; again: one more), `/undo ID` (back to just before that call) and
+    `/redo` over this session's own records (kept in memory as they were emitted, so no file is
+    trusted for them); the undo event goes into this session's log."""
     from agent_cli.config import home
     from agent_cli.errors import AgentError
-    from agent_cli.undo.changes import undoable
-    from agent_cli.undo.logs import select
+    from agent_cli.undo.changes import history
+    from agent_cli.undo.logs import redo_set, select
     from agent_cli.undo.restore import make_plan
 
     recorder = session.effects
     if recorder is None:
         return Text("Undo is off in this session (config undo = false).", style="yellow")
-    sets = undoable(recorder.seen)
-    if not sets:
-        return Text("Nothing to undo: no approved call of this session changed a file that is "
-                    "not undone yet.", style="yellow")
+    hist = history(recorder.records())
+    if not redo and not hist.undoable():
+        why = f" ({recorder.earlier_note})" if recorder.earlier_note else ""
+        return safe("Nothing to undo: no approved call of this session (or of the one it "
+                    f"resumed) changed a file that is not undone yet{why}.", "yellow")
     try:
-        chosen = select(sets, arg.strip() or None)
+        chosen = [redo_set(hist)] if redo else select(hist, arg.strip() or None)
     except AgentError as e:
         return safe(str(e), "yellow")
     if console is None:
@@ -232,6 +244,6 @@ def repl_undo(session: Session, arg: str, *, console: Console | None = None,
 
         ask = terminal_asker(console)
     plan = make_plan(chosen, Path(chosen[0].workspace), recorder.store, home())
-    outcome = confirm_and_apply(plan, recorder.store, console, ask, session.emit)
+    outcome = confirm_and_apply(plan, recorder.store, console, ask, session.emit, redo=redo)
     return safe(outcome.message, "green" if outcome.undone and outcome.event is not None
                 and not outcome.event.left_alone else "yellow")

@@ -1,7 +1,10 @@
 """Change sets: the `effects` and `undo` records of a log, and which of them can still be undone.
 
-A change set is undoable until an `undo` names it. An undo is a change set itself, so undoing it
-puts the files back the way the call left them (and that can be undone in turn).
+Undo steps back; it is not a change set to be undone in turn. A call's change set is undoable
+until an `undo` names it, and again once a redo (an `undo` record whose `undid` names an earlier
+undo: the form older logs wrote for an undo of an undo) puts it back. So `/undo` twice steps back
+two turns, and `--to ID` never re-creates what an earlier undo removed: only calls still in
+effect are undone. Turns are counted by the user messages before a call, in log order.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ class ChangeSet:
     complete: bool = True
     not_covered: list[str] = field(default_factory=list)
     left_alone: list[str] = field(default_factory=list)
+    turn: int = 0
+    """The turn of the call (1: after the log's first user message); 0 for an undo."""
 
     @property
     def is_undo(self) -> bool:
@@ -37,29 +42,63 @@ class ChangeSet:
             or "no changes"
 
 
-def from_event(event: ev.Effects | ev.Undo) -> ChangeSet:
+def from_event(event: ev.Effects | ev.Undo, turn: int = 0) -> ChangeSet:
     if isinstance(event, ev.Undo):
         return ChangeSet(event.id, "undo", event.ts, event.workspace, list(event.changes),
                          undid=list(event.undid), left_alone=list(event.left_alone))
     return ChangeSet(event.id, event.name, event.ts, event.workspace, list(event.changes),
-                     complete=event.complete, not_covered=list(event.not_covered))
+                     complete=event.complete, not_covered=list(event.not_covered), turn=turn)
+
+
+@dataclass
+class History:
+    """A log's calls and undos, in order."""
+
+    calls: list[ChangeSet] = field(default_factory=list)
+    """Every call that changed something, oldest first."""
+    active: set[str] = field(default_factory=set)
+    """Ids of the calls whose changes are in effect (not undone, or redone since)."""
+    undos: list[ChangeSet] = field(default_factory=list)
+    """Undos not redone yet, oldest first (what a redo takes back, newest first)."""
+    undone_by: dict[str, str] = field(default_factory=dict)
+    """Call id -> the undo that took it back (for "which calls were undone")."""
+
+    def undoable(self) -> list[ChangeSet]:
+        return [cs for cs in self.calls if cs.id in self.active]
+
+
+def history(events: Iterable[ev.Event | ev.AnyEvent]) -> History:
+    out = History()
+    turn = 0
+    open_undos: dict[str, ChangeSet] = {}
+    for event in events:
+        if isinstance(event, ev.UserMessage):
+            turn += 1
+        elif isinstance(event, ev.Effects):
+            if event.changes:
+                out.calls.append(from_event(event, turn))
+                out.active.add(event.id)
+        elif isinstance(event, ev.Undo):
+            redone = [t for t in event.undid if t in open_undos]
+            if redone:  # a redo
+                for target in redone:
+                    undo = open_undos.pop(target)
+                    for call_id in undo.undid:
+                        out.active.add(call_id)
+                        out.undone_by.pop(call_id, None)
+            else:
+                cs = from_event(event)
+                for call_id in event.undid:
+                    out.active.discard(call_id)
+                    out.undone_by[call_id] = event.id
+                open_undos[event.id] = cs
+    out.undos = list(open_undos.values())
+    return out
 
 
 def undoable(events: Iterable[ev.Event | ev.AnyEvent]) -> list[ChangeSet]:
-    """Change sets not yet undone, oldest first (empty ones left out)."""
-    active: list[ChangeSet] = []
-    for event in events:
-        if isinstance(event, ev.Undo):
-            for target in event.undid:
-                for i in range(len(active) - 1, -1, -1):
-                    if active[i].id == target:
-                        del active[i]
-                        break
-        if isinstance(event, ev.Effects | ev.Undo):
-            cs = from_event(event)
-            if cs.changes:
-                active.append(cs)
-    return active
+    """Calls' change sets in effect, oldest first (empty ones left out)."""
+    return history(events).undoable()
 
 
 def summary(event: ev.Effects | ev.Undo) -> str:

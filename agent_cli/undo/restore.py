@@ -45,6 +45,8 @@ def describe(state: EntryState | None) -> str:
         return f"folder {state.mode:o}"
     if state.kind == "link":
         return "symbolic link"
+    if state.kind == "special":
+        return "special file (FIFO, socket or device)"
     return f"file {state.size:,} bytes, mode {state.mode:o}"
 
 
@@ -56,14 +58,23 @@ def bad_path(rel: str, home_rel: str | None) -> str | None:
     parts = rel.split("/")
     if any(p in ("", ".", "..") for p in parts):
         return "not a plain path inside the workspace"
-    if ".git" in parts:
-        return "inside .git, which undo never touches"
+    if ".git" in parts and not git_kept(parts):
+        return "inside .git, where undo touches only .git/config and .git/hooks/"
     if "[REDACTED:" in rel:
         return "its name was redacted in the log"
     if home_rel is not None and (home_rel == "" or rel == home_rel
                                  or rel.startswith(home_rel + "/")):
         return "inside agent-cli's own folder (AGENT_CLI_HOME)"
     return None
+
+
+def git_kept(parts: list[str]) -> bool:
+    """`.git/config` and `.git/hooks/...` at the top: what snapshots record of `.git`."""
+    from agent_cli.undo.snapshot import GIT_KEPT
+
+    if parts[0] != ".git" or ".git" in parts[1:] or len(parts) < 2 or parts[1] not in GIT_KEPT:
+        return False
+    return parts[1] == "hooks" or len(parts) == 2
 
 
 @dataclass
@@ -331,7 +342,8 @@ def apply(plan: Plan, store: Store) -> Applied:
     return out
 
 
-def undo_event(plan: Plan, applied: Applied) -> ev.Undo:
+def undo_event(plan: Plan, applied: Applied, prefix: str = "undo") -> ev.Undo:
+    """The record of an undo (or, `prefix` "redo", of a redo: its `undid` names the undo)."""
     left = [f"{c.path}: {c.reason}" for c in plan.conflicts] + applied.failed
-    return ev.Undo(id=f"undo_{secrets.token_hex(6)}", undid=[cs.id for cs in plan.sets],
+    return ev.Undo(id=f"{prefix}_{secrets.token_hex(6)}", undid=[cs.id for cs in plan.sets],
                    workspace=str(plan.workspace), changes=applied.changes, left_alone=left)

@@ -32,19 +32,39 @@ _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 MAX_DEPTH = 200
 ALWAYS_SKIPPED = frozenset({".git"})
+GIT_KEPT = ("config", "hooks")
+"""What of the top `.git/` is recorded: what git runs or obeys on the user's next command."""
 MB = 1024 * 1024
 
 
 Entry = tuple[str, "str | None", int, int]
-"""(kind: file/link/dir, sha256 of content or link target, permission bits, size)."""
+"""(kind: file/link/dir/special, sha256 of content or link target (of the file type for a
+special file), permission bits, size)."""
 
 
 def to_state(entry: Entry | None) -> EntryState | None:
     if entry is None:
         return None
     kind, sha, mode, size = entry
-    assert kind in ("file", "link", "dir")
+    assert kind in ("file", "link", "dir", "special")
     return EntryState(kind=kind, sha256=sha, mode=mode, size=size)  # type: ignore[arg-type]
+
+
+def special_tag(st: os.stat_result) -> str:
+    """The `sha256` of a special file's state: of its file type (a FIFO is not a socket)."""
+    return hashlib.sha256(b"special:%o" % stat.S_IFMT(st.st_mode)).hexdigest()
+
+
+def hash_fd(fd: int) -> tuple[str, int]:
+    h = hashlib.sha256()
+    size = 0
+    while True:
+        b = os.read(fd, 1 << 16)
+        if not b:
+            break
+        h.update(b)
+        size += len(b)
+    return h.hexdigest(), size
 
 
 @dataclass
@@ -69,6 +89,9 @@ class Snapshot:
     special: list[str] = field(default_factory=list)
     store_full: list[str] = field(default_factory=list)
     too_deep: list[str] = field(default_factory=list)
+    after_only: dict[str, Entry] = field(default_factory=dict)
+    """Paths the snapshot before covered that this one could not (too big now, a special file,
+    the store full): their state, hashed but not stored, so the change is still recorded."""
     matchers: dict[str, Matcher] = field(default_factory=dict)
     """Folder -> the ignore rules in force there, reused by the after-snapshot so a call that
     rewrites .gitignore cannot make its own changes vanish from the record."""
@@ -116,6 +139,27 @@ class Snapshotter:
             with contextlib.suppress(OSError):
                 st = os.stat(p)
                 self.skip.add((st.st_dev, st.st_ino))
+        self._prev: Snapshot | None = None
+        """The snapshot before the call, while the one after it is taken."""
+
+    def _uncovered(self, dir_fd: int, name: str, st: os.stat_result, rel: str,
+                   snap: Snapshot) -> None:
+        """`rel` is not covered now; if it was before the call, keep its state anyway."""
+        snap.untracked.add(rel)
+        if self._prev is None or rel not in self._prev.entries:
+            return
+        if not stat.S_ISREG(st.st_mode):
+            snap.after_only[rel] = ("special", special_tag(st), _perm(st), 0)
+            return
+        try:
+            fd = os.open(name, os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _CLOEXEC, dir_fd=dir_fd)
+        except OSError:
+            return
+        try:
+            sha, size = hash_fd(fd)
+            snap.after_only[rel] = ("file", sha, _perm(os.fstat(fd)), size)
+        finally:
+            os.close(fd)
 
     # -- one file ----------------------------------------------------------------------------
 
@@ -123,14 +167,14 @@ class Snapshotter:
                     snap: Snapshot, scan_ns: int) -> Entry | None:
         if st.st_size > self.limits.file_cap:
             snap.over_cap.append(rel)
-            snap.untracked.add(rel)
+            self._uncovered(dir_fd, name, st, rel, snap)
             return None
         sha = self.cache.get(st)
         if sha is not None and self.store.has(sha):
             return ("file", sha, _perm(st), st.st_size)
         if self.store.added + st.st_size > self.limits.session_cap:
             snap.store_full.append(rel)
-            snap.untracked.add(rel)
+            self._uncovered(dir_fd, name, st, rel, snap)
             return None
         try:
             fd = os.open(name, os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _CLOEXEC, dir_fd=dir_fd)
@@ -173,7 +217,7 @@ class Snapshotter:
         if stat.S_ISREG(st.st_mode):
             return self._file_state(dir_fd, name, st, rel, snap, scan_ns), st
         snap.special.append(rel)
-        snap.untracked.add(rel)
+        self._uncovered(dir_fd, name, st, rel, snap)
         return None, st
 
     # -- the tree ----------------------------------------------------------------------------
@@ -185,12 +229,43 @@ class Snapshotter:
         snap = Snapshot()
         scan_ns = time.time_ns()
         root_fd = _open_dir(str(self.workspace), None)
+        self._prev = rules_from
         try:
             self._walk(root_fd, "", Matcher(), snap, scan_ns, 0, rules_from)
+            self._git(root_fd, snap, scan_ns)
         finally:
+            self._prev = None
             os.close(root_fd)
         self.cache.save()
         return snap
+
+    def _git(self, root_fd: int, snap: Snapshot, scan_ns: int) -> None:
+        """`.git/config` and everything under `.git/hooks/`, no ignore rule applied (a
+        `.gitignore` planted in hooks/ must not hide a hook)."""
+        try:
+            git = _open_dir(".git", root_fd)
+        except OSError:
+            return  # no repository, a `.git` file (a worktree's pointer) or a link: nothing
+        try:
+            for name in GIT_KEPT:
+                rel = f".git/{name}"
+                state, _st = self._entry(git, name, rel, snap, scan_ns)
+                if state is None:
+                    continue
+                snap.entries[rel] = state
+                if name == "hooks" and state[0] == "dir":
+                    try:
+                        sub = _open_dir(name, git)
+                    except OSError:
+                        snap.untracked.add(rel)
+                        snap.entries.pop(rel, None)
+                        continue
+                    try:
+                        self._walk(sub, rel, Matcher(), snap, scan_ns, 2, None, rules=False)
+                    finally:
+                        os.close(sub)
+        finally:
+            os.close(git)
 
     def _matcher_for(self, fd: int, rel: str, parent: Matcher,
                      rules_from: Snapshot | None) -> Matcher:
@@ -209,9 +284,10 @@ class Snapshotter:
         return parent.child(rel, parse(data.decode("utf-8", "replace")))
 
     def _walk(self, fd: int, rel: str, parent: Matcher, snap: Snapshot, scan_ns: int,
-              depth: int, rules_from: Snapshot | None) -> None:
-        matcher = self._matcher_for(fd, rel, parent, rules_from)
-        snap.matchers[rel] = matcher
+              depth: int, rules_from: Snapshot | None, *, rules: bool = True) -> None:
+        matcher = self._matcher_for(fd, rel, parent, rules_from) if rules else parent
+        if rules:
+            snap.matchers[rel] = matcher
         prefix = rel + "/" if rel else ""
         subdirs: list[tuple[str, str]] = []
         with os.scandir(fd) as it:
@@ -219,7 +295,7 @@ class Snapshotter:
         for entry in entries:
             name = entry.name
             path = prefix + name
-            if name in ALWAYS_SKIPPED:
+            if name in ALWAYS_SKIPPED and rules:
                 continue
             try:
                 st = entry.stat(follow_symlinks=False)
@@ -245,7 +321,7 @@ class Snapshotter:
                     snap.entries[path] = state
             else:
                 snap.special.append(path)
-                snap.untracked.add(path)
+                self._uncovered(fd, name, st, path, snap)
         for name, path in subdirs:
             if depth + 1 >= MAX_DEPTH:
                 snap.too_deep.append(path + "/")
@@ -259,18 +335,28 @@ class Snapshotter:
                 snap.entries.pop(path, None)
                 continue
             try:
-                self._walk(sub, path, matcher, snap, scan_ns, depth + 1, rules_from)
+                self._walk(sub, path, matcher, snap, scan_ns, depth + 1, rules_from,
+                           rules=rules)
             finally:
                 os.close(sub)
 
     # -- one path ----------------------------------------------------------------------------
 
-    def paths(self, rels: list[str]) -> Snapshot:
+    def paths(self, rels: list[str], before: Snapshot | None = None) -> Snapshot:
         """Just these paths and their folders (write_file/edit_file: the target, and the folders
-        a write would create)."""
+        a write would create); `before`: the snapshot before the call, when this is after it."""
         self.cache.load()
         snap = Snapshot()
         scan_ns = time.time_ns()
+        self._prev = before
+        try:
+            self._paths(rels, snap, scan_ns)
+        finally:
+            self._prev = None
+        self.cache.save()
+        return snap
+
+    def _paths(self, rels: list[str], snap: Snapshot, scan_ns: int) -> None:
         for rel in rels:
             parts = rel.split("/")
             fd = _open_dir(str(self.workspace), None)
@@ -290,21 +376,21 @@ class Snapshotter:
                     fd = nxt
             finally:
                 os.close(fd)
-        self.cache.save()
-        return snap
 
 
 def diff(before: Snapshot, after: Snapshot, only: Iterable[str] | None = None) -> list[PathChange]:
-    """The change set between two snapshots, sorted by path. Paths either snapshot did not cover
-    are left out (nothing is claimed about them)."""
-    skip = before.untracked | after.untracked
-    paths = set(only) if only is not None else set(before.entries) | set(after.entries)
+    """The change set between two snapshots, sorted by path. Paths the snapshot before did not
+    cover are left out (nothing is claimed about them); a path it covered that the one after
+    could not is compared by its `after_only` state."""
+    skip = before.untracked | (after.untracked - set(after.after_only))
+    paths = set(only) if only is not None else set(before.entries) | set(after.entries) \
+        | set(after.after_only)
     changes: list[PathChange] = []
     for path in sorted(paths):
         if path in skip or _dir_prefixes(path, skip):
             continue
         b = before.entries.get(path)
-        a = after.entries.get(path)
+        a = after.entries.get(path) or after.after_only.get(path)
         if b == a:
             continue
         kind: Literal["created", "modified", "deleted", "mode"]
@@ -361,18 +447,11 @@ def state_at(dir_fd: int, name: str) -> EntryState | None:
     if stat.S_ISDIR(st.st_mode):
         return EntryState(kind="dir", mode=_perm(st))
     if not stat.S_ISREG(st.st_mode):
-        return EntryState(kind="link", sha256="f" * 64)  # special file: matches no record
+        return EntryState(kind="special", sha256=special_tag(st), mode=_perm(st))
     fd = os.open(name, os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _CLOEXEC, dir_fd=dir_fd)
     try:
-        h = hashlib.sha256()
-        size = 0
-        while True:
-            b = os.read(fd, 1 << 16)
-            if not b:
-                break
-            h.update(b)
-            size += len(b)
+        sha, size = hash_fd(fd)
         fst = os.fstat(fd)
     finally:
         os.close(fd)
-    return EntryState(kind="file", sha256=h.hexdigest(), mode=_perm(fst), size=size)
+    return EntryState(kind="file", sha256=sha, mode=_perm(fst), size=size)

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from agent_cli import events as ev
 from agent_cli.log.trust import check_trust
 from agent_cli.log.writer import chain_hash, serialize
 from tests.undo.test_undo import run_session, sh, undo_cli
@@ -97,18 +98,39 @@ def test_a_log_signed_with_another_key_is_refused(recorded: tuple[Path, Path],
     refused(ws, log, tmp_path, "another log key")
 
 
-def test_a_log_still_being_written_is_refused(recorded: tuple[Path, Path],
-                                              tmp_path: Path) -> None:
-    """No session_end: verify warns, so undo refuses (only clean chains are trusted)."""
+def test_a_crashed_log_is_trusted_for_undo_and_says_so(recorded: tuple[Path, Path],
+                                                       tmp_path: Path) -> None:
+    """No session_end (a crash): every record up to there verifies and is signed, so undo acts
+    on it and the panel says the session crashed; approvals are never reused from it."""
     ws, log = recorded
     lines = log.read_text().splitlines()
     assert json.loads(lines[-1])["type"] == "session_end"
     log.write_text("\n".join(lines[:-1]) + "\n")
-    refused(ws, log, tmp_path, "warning")
+    assert not check_trust(log).trusted  # --reuse-approvals: still refused
+    assert check_trust(log, after_crash=True).crashed
+    result = undo_cli(str(log), tmp=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "That session crashed" in result.stdout
+    assert (ws / "a.txt").read_text() != "new\n"
+
+
+def test_a_crashed_log_with_a_foreign_session_is_still_refused(recorded: tuple[Path, Path],
+                                                               tmp_path: Path) -> None:
+    """A crash forgives only a torn or missing end: any other warning still refuses."""
+    from agent_cli.log.writer import SessionLog
+
+    ws, log = recorded
+    lines = log.read_text().splitlines()
+    log.write_text("\n".join(lines[:-1]) + "\n")
+    other = SessionLog(log, key=b"k" * 32)
+    other.write(ev.SessionStart(version="0", model="m", provider="p", workspace=str(ws)))
+    other.close()
+    refused(ws, log, tmp_path, "another log key")
 
 
 def test_paths_in_records_cannot_leave_the_workspace(tmp_path: Path) -> None:
-    """Even a signed record is checked: `..`, absolute paths and .git are never touched."""
+    """Even a signed record is checked: `..`, absolute paths and .git (but for the top
+    .git/config and .git/hooks/, which snapshots record) are never touched."""
     from agent_cli.events import EntryState, PathChange
     from agent_cli.undo.changes import ChangeSet
     from agent_cli.undo.restore import make_plan
@@ -119,7 +141,8 @@ def test_paths_in_records_cannot_leave_the_workspace(tmp_path: Path) -> None:
     store = Store()
     after = EntryState(kind="file", sha256="a" * 64, mode=0o644)
     bad = [PathChange(path=p, change="created", after=after)
-           for p in ("../x", "/etc/passwd", ".git/config", "a/../../b", "")]
+           for p in ("../x", "/etc/passwd", ".git/objects/x", ".git/hooks/../config",
+                      "sub/.git/hooks/x", "a/../../b", "")]
     plan = make_plan([ChangeSet("toolu_x", "run_command", 0.0, str(ws), bad)], ws, store)
     assert plan.steps == []
     assert len(plan.conflicts) == len(bad)

@@ -235,9 +235,11 @@ def test_a_running_command_shows_its_last_lines_live(tmp_path: Path, workspace: 
     """While run_command runs, the lines it has printed so far show under the spinner (with a
     `│` gutter, sanitised); the live area goes when the result arrives, and the result keeps the
     whole output."""
-    flag = workspace / "go"
+    # (The flag is outside the workspace: a command runs in an overlay layer of its own and does
+    # not see what is written into the workspace meanwhile.)
+    flag = tmp_path / "go"
     script = ("printf 'LIVE-ONE\\n'; printf 'LIVE-\\033[31mTWO\\n'; "
-              "while [ ! -e go ]; do sleep 0.05; done; echo FINISHED")
+              f"while [ ! -e {flag} ]; do sleep 0.05; done; echo FINISHED")
     chat = start(tmp_path, [tool_use("toolu_c1", "run_command", {"command": script}),
                             text("AFTER-COMMAND")], workspace)
     try:
@@ -249,7 +251,7 @@ def test_a_running_command_shows_its_last_lines_live(tmp_path: Path, workspace: 
         chat.expect(rb"\xe2\x94\x82 LIVE-ONE")
         # the escape is a visible token (styled, so other escapes stand around it)
         chat.expect(rb"\xe2\x94\x82 LIVE-[^\r\n]{0,60}\\x1b[^\r\n]{0,60}TWO")
-        assert not (workspace / "go").exists()
+        assert not flag.exists()
         flag.write_text("")
         after = chat.expect(b"AFTER-COMMAND")
         chat.prompt()

@@ -136,19 +136,25 @@ def test_command_effects_are_recorded_and_undone_byte_identical(ws: Path, tmp_pa
     assert "+three" in result.stdout  # the diff it applies
     assert tree_hash(ws) == before
 
-    # the undo is logged in the same log, chained and signed, and can itself be undone
+    # the undo is logged in the same log, chained and signed, as one record (no new session)
     [undo] = events_of(log, "undo")
     assert undo["undid"] == ["toolu_cmd"]
+    assert [r["type"] for r in map(json.loads, log.read_text().splitlines())][-2:] == \
+        ["session_end", "undo"]
     assert subprocess.run([sys.executable, "-m", "agent_cli", "log", "verify", str(log)],
                           capture_output=True, cwd=str(REPO)).returncode == 0
     after_cmd = {k: v for k, v in tree_hash(ws).items()}
+    # a second undo steps back further: there is nothing further, and it does not redo
     again = undo_cli(str(log), tmp=tmp_path)
-    assert again.returncode == 0, again.stdout + again.stderr
-    redone = tree_hash(ws)
-    assert redone != after_cmd
+    assert again.returncode == 1 and "Nothing to undo" in again.stdout + again.stderr
+    assert tree_hash(ws) == after_cmd
+    # redo is its own command
+    redone = undo_cli(str(log), "--redo", tmp=tmp_path)
+    assert redone.returncode == 0, redone.stdout + redone.stderr
+    assert "Redo this? [y/N]" in redone.stdout
     assert (ws / "fresh" / "sub" / "n.txt").read_text() == "new\n"
     assert not (ws / "gone").exists()
-    # and back once more: the undo of the undo of the undo
+    # and back once more
     third = undo_cli(str(log), tmp=tmp_path)
     assert third.returncode == 0, third.stdout + third.stderr
     assert tree_hash(ws) == before
@@ -221,7 +227,9 @@ def test_last_finds_the_newest_session_of_the_workspace(ws: Path, tmp_path: Path
     assert not (ws / "made.txt").exists()
 
 
-def test_gitignored_and_oversize_files_are_named_in_the_panel(ws: Path, tmp_path: Path) -> None:
+def test_gitignored_and_oversize_files_are_named_in_the_panel(
+        ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENT_CLI_UNDO_OVERLAY", "off")  # the snapshot path's limits
     (ws / ".gitignore").write_text("node_modules/\n*.log\n!keep.log\n")
     (ws / "node_modules" / "pkg").mkdir(parents=True)
     (ws / "node_modules" / "pkg" / "index.js").write_text("x")
@@ -252,6 +260,19 @@ def test_sandbox_off_says_effects_outside_cannot_be_undone(ws: Path, tmp_path: P
     assert "effects outside the workspace cannot be undone" in OUTSIDE_NOTE
     on = WorkspaceRecorder(ws)
     assert on.notes(call) == {}
+
+
+def test_on_the_overlay_path_the_panel_note_walks_nothing(ws: Path) -> None:
+    from agent_cli.undo.recorder import OUTSIDE_NOTE, WorkspaceRecorder
+
+    recorder = WorkspaceRecorder(ws)
+    assert recorder.overlay() == (True, "")
+    walked: list[object] = []
+    recorder.snapper.tree = lambda *a: walked.append(a)  # type: ignore[assignment,method-assign,return-value]
+    registry, _ = load_registry(Settings())
+    call = registry.validate("toolu_x", "run_command", {"command": "true"})
+    assert recorder.notes(call) == {} and walked == []
+    assert WorkspaceRecorder(ws, sandbox="off").notes(call) == {"undo": OUTSIDE_NOTE}
 
 
 def test_agent_cli_home_inside_the_workspace_is_never_recorded(ws: Path, tmp_path: Path,

@@ -1,5 +1,5 @@
 """`/undo` in the real REPL, in a pseudo-terminal: the panel, the [y/N], the files on disk, the
-log; then /undo again undoes the undo."""
+log; /undo steps back a turn at a time, /redo puts back."""
 
 from __future__ import annotations
 
@@ -17,11 +17,16 @@ ASK = rb"Run [^\r\n]*\? \[y/N\]"
 UNDO_ASK = rb"Undo this\? \[y/N\]"
 
 
-def test_slash_undo_restores_and_can_be_undone(spawn: Any, workspace: Path) -> None:  # noqa: F811
+def test_slash_undo_steps_back_a_turn_at_a_time_and_redo_is_its_own_command(
+        spawn: Any, workspace: Path) -> None:  # noqa: F811
     (workspace / "notes.txt").write_text("old line\n")
     chat = spawn([tool_use("toolu_w1", "write_file", {"path": "notes.txt",
                                                      "content": "new line\n"}),
-                  text("WROTE-IT")], workspace)
+                  text("WROTE-IT"),
+                  tool_use("toolu_w2", "write_file", {"path": "notes.txt",
+                                                     "content": "third line\n"}),
+                  tool_use("toolu_w3", "write_file", {"path": "other.txt", "content": "o\n"}),
+                  text("TURN-TWO")], workspace)
     chat.child.timeout = 60
     chat.prompt()
     chat.say("rewrite the note")
@@ -29,34 +34,55 @@ def test_slash_undo_restores_and_can_be_undone(spawn: Any, workspace: Path) -> N
     chat.say("y")
     chat.expect(b"WROTE-IT")
     chat.prompt()
-    assert (workspace / "notes.txt").read_text() == "new line\n"
+    chat.say("again, and another file")
+    chat.expect(ASK)
+    chat.say("y")
+    chat.expect(ASK)
+    chat.say("y")
+    chat.expect(b"TURN-TWO")
+    chat.prompt()
+    assert (workspace / "notes.txt").read_text() == "third line\n"
+    # /undo: the whole last turn, newest call first
     chat.say("/undo")
     panel = chat.expect(UNDO_ASK)
-    assert b"toolu_w1" in panel and b"notes.txt" in panel
-    assert b"+old line" in panel and b"-new line" in panel
+    assert b"toolu_w3" in panel and b"toolu_w2" in panel and b"toolu_w1" not in panel
+    assert panel.index(b"toolu_w3") < panel.index(b"toolu_w2")
+    assert b"+new line" in panel and b"-third line" in panel
     chat.say("y")
-    chat.expect(b"Undone: 1 path restored")
+    chat.expect(b"Undone: 2 paths restored")
     chat.prompt()
-    assert (workspace / "notes.txt").read_text() == "old line\n"
+    assert (workspace / "notes.txt").read_text() == "new line\n"
+    assert not (workspace / "other.txt").exists()
+    # a second /undo steps back one more turn (it does not undo the undo)
     chat.say("/undo")
-    chat.expect(UNDO_ASK)
+    panel = chat.expect(UNDO_ASK)
+    assert b"toolu_w1" in panel and b"toolu_w2" not in panel
     chat.say("n")
     chat.expect(b"Not undone")
     chat.prompt()
-    assert (workspace / "notes.txt").read_text() == "old line\n"
+    assert (workspace / "notes.txt").read_text() == "new line\n"
     chat.say("/undo")
     chat.expect(UNDO_ASK)
     chat.say("y")
     chat.expect(b"Undone")
     chat.prompt()
+    assert (workspace / "notes.txt").read_text() == "old line\n"
+    # /redo puts back what the last undo took back
+    chat.say("/redo")
+    chat.expect(rb"Redo this\? \[y/N\]")
+    chat.say("y")
+    chat.expect(b"Redone")
+    chat.prompt()
     assert (workspace / "notes.txt").read_text() == "new line\n"
+    assert not (workspace / "other.txt").exists()
     assert chat.quit() == 0
     folder = Path(os.environ["AGENT_CLI_HOME"]) / "sessions"
     [log] = folder.glob("*.jsonl")
     recs = [json.loads(x) for x in log.read_text().splitlines()]
     undos = [r for r in recs if r["type"] == "undo"]
-    assert undos[0]["undid"] == ["toolu_w1"]
-    assert undos[1]["undid"] == [undos[0]["id"]]
+    assert undos[0]["undid"] == ["toolu_w3", "toolu_w2"]
+    assert undos[1]["undid"] == ["toolu_w1"]
+    assert undos[2]["undid"] == [undos[1]["id"]] and undos[2]["id"].startswith("redo_")
 
 
 def test_a_tall_undo_panel_is_paged_by_the_one_confirm(spawn: Any, workspace: Path,  # noqa: F811

@@ -7,7 +7,8 @@ note + before, and in a reply of several calls the walk after one call is the wa
 next. A person answering a panel takes longer than that: then the snapshot after the yes is
 taken afresh, and an edit made while the panel was open is not put on the call's record.
 
-The walks are counted on the real Snapshotter (each walk really runs).
+The walks are counted on the real Snapshotter (each walk really runs). This is the snapshot
+path (where the kernel refuses the overlay), forced with AGENT_CLI_UNDO_OVERLAY=off.
 """
 
 from __future__ import annotations
@@ -22,6 +23,11 @@ from agent_cli import events as ev
 from agent_cli.config import Settings
 from agent_cli.session import load_registry
 from agent_cli.undo import recorder as rec
+
+
+@pytest.fixture(autouse=True)
+def _snapshots(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENT_CLI_UNDO_OVERLAY", "off")
 
 
 @pytest.fixture

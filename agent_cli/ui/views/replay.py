@@ -67,7 +67,9 @@ class TextView:
             case (ev.ToolInvalid() | ev.ToolStarted() | ev.ErrorEvent() | ev.Interrupt()
                   | ev.TurnEnd() | ev.Notice()):
                 self.renderer(event)
-            case ev.Effects() | ev.Undo():
+            case ev.Effects():
+                self.renderer(event)  # the line under the command's result, as live
+            case ev.Undo():
                 pass  # the live terminal showed nothing for these (the export lists them)
             case _:
                 assert_never(event)
