@@ -97,6 +97,28 @@ def writing(path: Path | str, what: str, *, retry: str = RETRY) -> Iterator[None
         raise fault(e, path, what=what, retry=retry) from None
 
 
+def write_all(fd: int, data: bytes) -> None:
+    """os.write until all of `data` is written (one write may take only part of it)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def append_whole(fd: int, data: bytes, *, fsync: bool = False) -> None:
+    """Append `data` to the file open (O_APPEND) on `fd`, whole or not at all: on any failure the
+    file is cut back to its size before, so a refused write leaves no partial record (a log
+    line, a history entry). The OSError is raised on, for the caller's sentence."""
+    size = os.fstat(fd).st_size
+    try:
+        write_all(fd, data)
+        if fsync:
+            os.fsync(fd)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, size)
+        raise
+
+
 def write_atomic(path: Path, data: bytes, *, what: str, mode: int = 0o600,
                  exclusive: bool = False, retry: str = RETRY) -> bool:
     """Put `data` at `path` whole or not at all: written to a temporary file beside it
@@ -114,9 +136,7 @@ def write_atomic(path: Path, data: bytes, *, what: str, mode: int = 0o600,
                          mode)
             made = True
             try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view):]
+                write_all(fd, data)
                 os.fsync(fd)
             finally:
                 os.close(fd)

@@ -33,7 +33,7 @@ from agent_cli.log.encoding import json_encoder, serialize  # noqa: F401 (re-exp
 from agent_cli.log.keys import key_id, log_key, record_mac
 from agent_cli.log.reader import last_valid_record, open_log
 from agent_cli.tools.base import canonical_json
-from agent_cli.write_faults import RETRY, LogUnwritable, fault
+from agent_cli.write_faults import RETRY, LogUnwritable, append_whole, fault
 
 
 def chain_hash(prev: str, record: dict[str, Any]) -> str:
@@ -183,21 +183,9 @@ class SessionLog:
         self.held.append(data)
 
     def _land(self, data: bytes, *, fsync: bool) -> None:
-        """Write `data` at the end with os.write, whole: on any failure the file is cut back
-        to its size before, so a refused write leaves no partial line."""
-        fd = self._fd
-        assert fd is not None
-        size = os.fstat(fd).st_size
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-            if fsync:
-                os.fsync(fd)
-        except OSError:
-            with contextlib.suppress(OSError):
-                os.ftruncate(fd, size)
-            raise
+        """Write `data` at the end, whole: a refused write leaves no partial line."""
+        assert self._fd is not None
+        append_whole(self._fd, data, fsync=fsync)
 
     def _drain(self, landed: list[bytes]) -> None:
         """Write the records held in memory, oldest first, as far as the log takes them."""

@@ -12,7 +12,6 @@ memory); only what reaches the disk is redacted.
 
 from __future__ import annotations
 
-import contextlib
 import datetime
 import os
 from collections.abc import Iterable
@@ -73,22 +72,14 @@ class RedactedFileHistory(FileHistory):
         """Write the entries kept in memory, whole or not at all; True when none is left."""
         if not self.pending:
             return True
-        from agent_cli.write_faults import WriteFault, writing
+        from agent_cli.write_faults import WriteFault, append_whole, writing
 
         data = b"".join(self.pending)
         try:
             with writing(self.path, "the prompt history", retry=HISTORY_RETRY):
                 fd = open_private(self.path, os.O_WRONLY | os.O_APPEND)
                 try:
-                    size = os.fstat(fd).st_size
-                    try:
-                        view = memoryview(data)
-                        while view:
-                            view = view[os.write(fd, view):]
-                    except OSError:
-                        with contextlib.suppress(OSError):
-                            os.ftruncate(fd, size)  # no half entry left behind
-                        raise
+                    append_whole(fd, data)  # no half entry left behind
                 finally:
                     os.close(fd)
         except WriteFault as e:
