@@ -195,13 +195,14 @@ def register(app: typer.Typer) -> None:
 
         target = _config_target(common)
         try:
-            block = read_mcp_servers(file)
+            block, shape = read_mcp_servers(file)
             have = existing_servers(target)
         except ValueError as e:
             raise fail(str(e), EXIT_USAGE) from None
         from agent_cli.cli.mcp_import import run_import
 
-        raise typer.Exit(run_import(block, have, file, target, yes=yes, grant=grant))
+        raise typer.Exit(run_import(block, have, file, target, yes=yes, grant=grant,
+                                    shape=shape))
 
     app.add_typer(mcp_app, name="mcp")
 

@@ -20,14 +20,14 @@ EXIT_USAGE = 2
 
 
 def run_import(block: dict[str, Any], have: dict[str, Any], source: Path, target: Path, *,
-               yes: bool, grant: bool) -> int:
+               yes: bool, grant: bool, shape: str = "generic") -> int:
     """Show, ask, append; the exit code (1 when an entry could not be read or was refused)."""
     from rich.console import Console
     from rich.text import Text
 
     from agent_cli.cli.mcp import _offer_grants, confirm
-    from agent_cli.tools.mcp.config import append_servers, normalise
-    from agent_cli.tools.mcp.review import Review, review
+    from agent_cli.tools.mcp.config import append_servers, import_entry
+    from agent_cli.tools.mcp.review import GRANTING, Review, review
     from agent_cli.ui.safe_rich import safe
 
     console = Console(highlight=False, markup=False, stderr=False)
@@ -41,11 +41,12 @@ def run_import(block: dict[str, Any], have: dict[str, Any], source: Path, target
             skipped.append(f"{name}: already configured in {target}; left as it is")
             continue
         try:
-            entry = normalise(name, raw)
+            entry, dropped = import_entry(name, raw, shape, GRANTING)
         except ValueError as e:
             problems.append(str(e))
             continue
         shown[name] = review(name, entry, raw, source)
+        shown[name].dropped = dropped
     console.print(safe(f"MCP servers in {source} (written by someone else: check every line):",
                        "bold"))
     for rv in shown.values():
@@ -54,6 +55,8 @@ def run_import(block: dict[str, Any], have: dict[str, Any], source: Path, target
             console.print(Text("  ") + safe(f"{key} = {value}"))
         for line in rv.callouts:
             console.print(Text("  ! ", style="bold yellow") + safe(line, "yellow"))
+        for line in rv.dropped:
+            console.print(Text("  not imported: ", style="dim") + safe(line))
         if rv.refused:
             console.print(Text("  NOT IMPORTED: ", style="bold red") + safe(rv.refused, "red"))
     for line in skipped:

@@ -18,8 +18,9 @@ from typing import Any
 FIELDS = ("type", "command", "args", "env", "cwd", "url", "headers")
 """What `import` takes from another client's entry: never a grant (trusted, writable, network,
 sandbox), which only the user gives."""
-WRITTEN = (*FIELDS, "writable", "network")
-"""What `add` and `import` write: the fields, and the grants the user accepted."""
+WRITTEN = (*FIELDS, "enabled", "enabled_tools", "disabled_tools", "writable", "network")
+"""What `add` and `import` write: the fields, what the other client narrowed (a server it kept
+disabled, its tool lists), and the grants the user accepted."""
 MAX_IMPORT_BYTES = 1_000_000
 
 
@@ -50,8 +51,12 @@ def server_table(name: str, server: dict[str, Any]) -> str:
     lines = [f"[mcp.servers.{_key(name)}]"]
     for fld in WRITTEN:
         value = server.get(fld)
-        if value in (None, "", [], {}, False):
+        if fld == "enabled":  # only `enabled = false` says something
+            if value is False:
+                lines.append("enabled = false")
             continue
+        if value in (None, "", {}, False) or (value == [] and fld != "enabled_tools"):
+            continue  # an empty enabled_tools offers no tool: it is kept
         if value is True:
             lines.append(f"{fld} = true")
         elif isinstance(value, str):
@@ -74,34 +79,49 @@ def existing_servers(path: Path) -> dict[str, Any]:
     return servers if isinstance(servers, dict) else {}
 
 
-def normalise(name: str, raw: Any) -> dict[str, Any]:
-    """One entry of an `mcpServers` block as agent-cli fields (validated by MCPServer), or a
-    ValueError saying what is wrong. Unknown keys of other clients are dropped."""
+def normalise(name: str, raw: dict[str, Any]) -> dict[str, Any]:
+    """`mcp add`'s fields (None where not given) as an entry validated by MCPServer, or a
+    ValueError saying what is wrong."""
+    entry = {k: raw[k] for k in FIELDS if raw.get(k) is not None}
+    _validate(name, entry)
+    return entry
+
+
+def import_entry(name: str, raw: Any, shape: str, ignored: tuple[str, ...]
+                 ) -> tuple[dict[str, Any], list[str]]:
+    """One entry of another client's `mcpServers` block as agent-cli fields, mapped by what its
+    keys mean in a file of that shape (tools/mcp/foreign.py), and one sentence per key that was
+    not imported; a ValueError saying what is wrong when it is no server agent-cli can run."""
+    from agent_cli.tools.mcp.foreign import translate
+
+    if not isinstance(raw, dict):
+        raise ValueError(f"{name}: expected an object with command or url")
+    entry, dropped = translate(raw, shape, ignored)
+    _validate(name, entry)
+    return entry, dropped
+
+
+def _validate(name: str, entry: dict[str, Any]) -> None:
     from pydantic import ValidationError
 
     from agent_cli.config import MCPServer
 
-    if not isinstance(raw, dict):
-        raise ValueError(f"{name}: expected an object with command or url")
-    entry = {k: raw[k] for k in FIELDS if k in raw}
-    if entry.get("type") in ("streamable-http", "streamableHttp", "http"):
-        entry["type"] = "http"
-    if "serverUrl" in raw and "url" not in entry:  # Windsurf's spelling
-        entry["url"] = raw["serverUrl"]
     try:
         MCPServer.model_validate(entry)
     except ValidationError as e:
         first = e.errors(include_url=False)[0]
         where = ".".join(str(p) for p in first["loc"]) or "entry"
         raise ValueError(f"{name}: {where}: {first['msg']}") from None
-    return entry
 
 
-def read_mcp_servers(path: Path) -> dict[str, Any]:
+def read_mcp_servers(path: Path) -> tuple[dict[str, Any], str]:
     """The `mcpServers` block of a Claude Desktop / `.mcp.json`-style JSON file (`servers` in
-    VS Code's): a regular file of at most MAX_IMPORT_BYTES, read without waiting on a FIFO."""
+    VS Code's) and the file's shape (foreign.file_shape: whose keys they are): a regular file
+    of at most MAX_IMPORT_BYTES, read without waiting on a FIFO."""
     import os
     import stat
+
+    from agent_cli.tools.mcp.foreign import file_shape
 
     try:  # O_NONBLOCK: a FIFO named as the file must not hang the import
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
@@ -124,7 +144,7 @@ def read_mcp_servers(path: Path) -> dict[str, Any]:
     block = (data.get("mcpServers") or data.get("servers")) if isinstance(data, dict) else None
     if not isinstance(block, dict):  # "servers": VS Code's .vscode/mcp.json
         raise ValueError(f"{path} has no \"mcpServers\" object")
-    return block
+    return block, file_shape(path, data)
 
 
 def append_servers(path: Path, servers: dict[str, dict[str, Any]]) -> None:
