@@ -106,10 +106,16 @@ class ServerTasks:
             # a notification; older ones are handled by on_message in _connect.
             if str(client.protocol_version) < "2026-07-28":
                 return
+            from mcp.shared.subscriptions import ResourcesListChanged
+
             with contextlib.suppress(Exception):
-                async with client.listen(tools_list_changed=True) as sub:
-                    async for _event in sub:
-                        st.dirty = True
+                async with client.listen(tools_list_changed=True,
+                                         resources_list_changed=True) as sub:
+                    async for event in sub:
+                        if isinstance(event, ResourcesListChanged):
+                            st.resources_dirty = True
+                        else:
+                            st.dirty = True
                         with contextlib.suppress(Exception):
                             relist_send.send_nowait(None)
 
@@ -119,7 +125,7 @@ class ServerTasks:
                     tg.start_soon(watchdog, scope)
                     async with self._connect(st, errlog) as client:
                         listed = await self._list_tools(client)
-                        resources = self._has_resources(client)
+                        resources = await self._lists_resources(client)
                         self._ready(st, client, listed, resources)
                         started.set()
                         tg.start_soon(relister, client)
@@ -154,9 +160,14 @@ class ServerTasks:
             st.ready.set()
 
     async def _relist(self, st: ServerState, client: Any) -> None:
-        """List the tools again after a tools/list_changed (once per notification burst)."""
-        if not st.dirty:
+        """List the tools again after a tools/list_changed, and look again whether the server
+        lists any resource after a resources/list_changed (once per notification burst)."""
+        if not (st.dirty or st.resources_dirty):
             return
+        resources = any(e.builtin for e in st.tools.values())
+        if st.resources_dirty:
+            st.resources_dirty = False
+            resources = await self._lists_resources(client)
         st.dirty = False
         try:
             listed = await self._list_tools(client)
@@ -164,7 +175,8 @@ class ServerTasks:
             self.note(f"MCP server {st.name} said its tools changed, but listing them failed "
                       f"({exception_text(e)}); its old tools stay.", "mcp_error")
             return
-        self._relisted(st, listed)
+        self._relisted(st, listed, resources)
+        st.relists += 1
 
     @staticmethod
     def _start_hint(st: ServerState) -> str | None:
@@ -192,9 +204,23 @@ class ServerTasks:
         return text
 
     @staticmethod
-    def _has_resources(client: Any) -> bool:
+    async def _lists_resources(client: Any) -> bool:
+        """Whether the resource tools would reach anything: the server declares the resources
+        capability and lists at least one resource or resource template (first page). A
+        server that declares it and lists none gets no list_resources/read_resource: two dead
+        tools in every request otherwise. A failing list counts as none."""
         caps = getattr(client, "server_capabilities", None)
-        return getattr(caps, "resources", None) is not None
+        if getattr(caps, "resources", None) is None:
+            return False
+        for method, key in ((client.list_resources, "resources"),
+                            (client.list_resource_templates, "resource_templates")):
+            try:
+                page = await method()
+            except Exception:  # a server without templates answers an error
+                continue
+            if getattr(page, key, None):
+                return True
+        return False
 
     @contextlib.asynccontextmanager
     async def _connect(self, st: ServerState, errlog: Any) -> AsyncIterator[Any]:
@@ -202,6 +228,7 @@ class ServerTasks:
         from mcp_types import (
             Implementation,
             LoggingMessageNotificationParams,
+            ResourceListChangedNotification,
             ToolListChangedNotification,
         )
 
@@ -227,12 +254,20 @@ class ServerTasks:
                 async with stdio_client(params, errlog=errlog) as (read, write):
                     yield EofWatch(read, lambda: self._lost(st, lost), heard), write
             else:
+                def heard_http() -> None:
+                    st.heard = True
+
                 async with http_streams(cfg, cfg.startup_timeout_s) as (read, write):
-                    yield read, write
+                    yield EofWatch(read, lambda: None, heard_http), write
 
         async def on_message(message: Any) -> None:
-            if isinstance(message, ToolListChangedNotification) and st.relist is not None:
-                st.dirty = True
+            if st.relist is None:
+                return
+            if isinstance(message, ToolListChangedNotification | ResourceListChangedNotification):
+                if isinstance(message, ResourceListChangedNotification):
+                    st.resources_dirty = True
+                else:
+                    st.dirty = True
                 with contextlib.suppress(Exception):  # one pending re-list is enough
                     st.relist.send_nowait(None)
 
@@ -309,13 +344,12 @@ class ServerTasks:
             elif e.warning:
                 self._notices.append((f"MCP tool {e.name}: {e.warning}", "mcp_error"))
 
-    def _relisted(self, st: ServerState, listed: list[Any]) -> None:
+    def _relisted(self, st: ServerState, listed: list[Any], resources: bool) -> None:
         """A tools/list_changed notification (portal thread): the new list replaces the old
         one, each tool through the pin check again (a new or changed tool is held until the user
         accepts it), and the user is told what changed. The registry follows at the next sync."""
         if st.state != "ready":
             return
-        resources = any(e.builtin for e in st.tools.values())
         entries = self._entries(st, listed, resources)
         self._pin_check(st, entries)
         with self._lock:
@@ -332,8 +366,9 @@ class ServerTasks:
                 parts.append("removed " + ", ".join(removed))
             if changed:
                 parts.append("changed " + ", ".join(e.name for e in changed))
-            self._notices.append((f"MCP server {st.name} changed its tools: "
-                                  f"{'; '.join(parts) or 'no visible change'}.", "mcp"))
+            if parts:  # a list_changed with nothing new says nothing
+                self._notices.append((f"MCP server {st.name} changed its tools: "
+                                      f"{'; '.join(parts)}.", "mcp"))
             self._entry_notices(st, [*added, *changed])
 
     def _failed(self, st: ServerState, why: str) -> None:

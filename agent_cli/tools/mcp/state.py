@@ -96,6 +96,11 @@ class ServerState:
     """The latest progress notification of a running call, for `/mcp`."""
     dirty: bool = False
     """A tools/list_changed arrived and the tools were not listed again since."""
+    relists: int = 0
+    """How many times its tools were listed again after a change notification (a test waits
+    on it; `/mcp` could show it)."""
+    resources_dirty: bool = False
+    """A resources/list_changed arrived: whether it lists any resource is looked at again."""
     confined: bool = False
     """Its process runs in the kernel sandbox (set when it is started): only then does a denial
     in its output get the line that names the sandbox (grants.sandbox_hint)."""
