@@ -302,10 +302,8 @@ class MCPHub(ServerTasks, HubFeatures):
         with self._lock:
             desired: dict[str, Tool] = {}
             for st in self.servers.values():
-                if st.state != "ready":
-                    continue
                 for entry in st.tools.values():
-                    if entry.status == "offered" and entry.tool is not None:
+                    if st.offers(entry) and entry.tool is not None:
                         desired[entry.name] = entry.tool
             notices, self._notices = self._notices, []
         for name in list(self._registered):
@@ -442,7 +440,8 @@ class MCPHub(ServerTasks, HubFeatures):
                 pinned=pinned[st.name],
                 tools=tuple(ToolStatus(
                     name=e.name, remote=e.shown, effect=e.effect, description=e.description,
-                    warning=e.warning, status=e.status, why=tuple(e.why),
+                    warning=e.warning, status=st.shown_status(e)[0],
+                    why=st.shown_status(e)[1],
                     claims=describe_claims(e.annotations),
                     annotations=canonical_json(e.annotations),
                     schema_hash=e.tool.schema_hash() if e.tool is not None else "")

@@ -112,6 +112,19 @@ class ServerState:
     tmp: str = ""
     """Its private temporary folder (TMPDIR), when confined."""
 
+    def offers(self, entry: ToolEntry) -> bool:
+        """Whether `entry` is in the model's tool list: the one rule the registry sync and
+        every view follow (a tool of a server that is not running is not offered)."""
+        return self.state == "ready" and entry.status == "offered" and entry.tool is not None
+
+    def shown_status(self, entry: ToolEntry) -> tuple[str, tuple[str, ...]]:
+        """The status and reasons `/mcp` shows for `entry`: its own, except that an offered
+        tool of a server that stopped (or failed, or is still starting) shows as not
+        offered, with why."""
+        if entry.status != "offered" or self.offers(entry):
+            return entry.status, tuple(entry.why)
+        return "not offered", (f"its server is {self.state}",)
+
 
 
 @dataclass(frozen=True)
@@ -130,7 +143,8 @@ class ToolStatus:
     warning: str
     """Set when the description hid padding or control characters; empty otherwise."""
     status: str
-    """offered | held (its definition differs from the pin) | refused (cannot be offered)."""
+    """offered | held (its definition differs from the pin) | refused (cannot be offered) |
+    disabled (by the config) | not offered (its server is not running)."""
     why: tuple[str, ...]
     """What changed since the pin (held) or why it is refused; empty when offered."""
     claims: str
