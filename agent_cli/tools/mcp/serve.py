@@ -24,7 +24,17 @@ from agent_cli.tools.mcp.grants import exit_hint, read_tail, runner_line, sandbo
 from agent_cli.tools.mcp.pins import PinStore
 from agent_cli.tools.mcp.results import exception_text, flatten_exception
 from agent_cli.tools.mcp.state import BOOT_ALLOWANCE_S, ServerState, import_sdk
-from agent_cli.tools.mcp.transport import EofWatch, StartRefused, http_streams, stdio_params
+from agent_cli.tools.mcp.transport import (
+    EofWatch,
+    StartRefused,
+    http_streams,
+    sse_fallback,
+    stdio_params,
+)
+
+GOODBYE_S = 3.0
+"""How long a stopping connection may take to say goodbye (the DELETE that ends a streamable
+HTTP session; a stdio server's stdin closed): well inside the hub's STOP_GRACE_S."""
 
 
 class ServerTasks:
@@ -59,7 +69,6 @@ class ServerTasks:
         """Connect, list tools, stay connected until asked to stop. Raises only cancellation."""
         import anyio
 
-        cancelled = anyio.get_cancelled_exc_class()
         st.stop = anyio.Event()
         startup = st.config.startup_timeout_s
         st.deadline = time.monotonic() + BOOT_ALLOWANCE_S + startup
@@ -81,6 +90,17 @@ class ServerTasks:
             self._failed(st, f"cannot open its stderr log {st.errlog}: {e}")
             return
         self._files.append(errlog)
+        while await self._connection(st, errlog):
+            pass  # once: the SSE try of a url without type (transport.sse_fallback)
+
+    async def _connection(self, st: ServerState, errlog: Any) -> bool:
+        """One connection from connect to stop. True when it failed in a way that asks for
+        the one SSE try (then `st.via_sse` is set and nothing was reported yet)."""
+        import anyio
+
+        cancelled = anyio.get_cancelled_exc_class()
+        startup = st.config.startup_timeout_s
+        retry = False
         started = anyio.Event()
         relist_send, relist_recv = anyio.create_memory_object_stream[None](1)
         st.relist = relist_send
@@ -128,11 +148,20 @@ class ServerTasks:
                         resources = await self._lists_resources(client)
                         self._ready(st, client, listed, resources)
                         started.set()
-                        tg.start_soon(relister, client)
-                        tg.start_soon(listener, client)
-                        await st.stop.wait()
-                        st.client = None
-                        tg.cancel_scope.cancel()
+                        if st.via_sse:
+                            self.note(f"MCP server {st.name}: its url answered POST with "
+                                      f"{st.post_statuses[0]} and is an SSE endpoint (the "
+                                      "older transport), reached that way; set type = \"sse\" "
+                                      f"in [mcp.servers.{st.name}] to skip the first try.", "mcp")
+                        async with anyio.create_task_group() as inner:
+                            inner.start_soon(relister, client)
+                            inner.start_soon(listener, client)
+                            await st.stop.wait()
+                            st.client = None
+                            inner.cancel_scope.cancel()
+                        # Leave the connection uncancelled, so the transport's own goodbye
+                        # (streamable HTTP's DELETE of the session) is sent, but bounded.
+                        scope.deadline = anyio.current_time() + GOODBYE_S
         except cancelled:
             raise
         except BaseException as e:  # connect failures arrive as nested exception groups
@@ -140,6 +169,9 @@ class ServerTasks:
                 raise
             if st.closing:
                 pass
+            elif (st.state == "starting" and not st.via_sse
+                  and sse_fallback(st.config, st.post_statuses)):
+                st.via_sse = retry = True
             elif st.state == "starting":
                 leaf = flatten_exception(e)
                 text = exception_text(e)
@@ -151,13 +183,15 @@ class ServerTasks:
                     text = "it exited or closed the connection before the handshake finished"
                     if st.confined:
                         text += "; " + (self._start_hint(st) or exit_hint(st.name))
-                self._failed(st, text)
+                self._failed(st, text + _post_hint(st))
             else:
                 self._lost(st, exception_text(e))
         finally:
             st.client = None
             st.relist = None
-            st.ready.set()
+            if not retry:
+                st.ready.set()
+        return retry
 
     async def _relist(self, st: ServerState, client: Any) -> None:
         """List the tools again after a tools/list_changed, and look again whether the server
@@ -257,7 +291,11 @@ class ServerTasks:
                 def heard_http() -> None:
                     st.heard = True
 
-                async with http_streams(cfg, cfg.startup_timeout_s) as (read, write):
+                kind = "sse" if st.via_sse else cfg.transport
+                if not st.via_sse:  # the SSE try keeps what the POSTs were answered
+                    st.post_statuses = []
+                async with http_streams(cfg, cfg.startup_timeout_s, kind=kind,
+                                        statuses=st.post_statuses) as (read, write):
                     yield EofWatch(read, lambda: None, heard_http), write
 
         async def on_message(message: Any) -> None:
@@ -379,6 +417,21 @@ class ServerTasks:
             self._notices.append((f"MCP server {st.name} could not start: {why}. Its tools are "
                                   f"not offered; server stderr: {st.errlog}", "mcp_error"))
         st.ready.set()
+
+
+def _post_hint(st: ServerState) -> str:
+    """What a failed HTTP start says about the POSTs' answers: the SSE endpoint that the
+    fallback did not reach, or the `type = "sse"` a typed url may need."""
+    codes = st.post_statuses
+    if st.config.transport != "http" or not codes or not all(400 <= c < 500 for c in codes):
+        return ""
+    if st.via_sse:
+        return (f"; its url answered POST with {codes[0]} and did not open an SSE stream on "
+                "GET either: check the url")
+    if codes[0] in (401, 403):
+        return f"; it answered {codes[0]}: it wants credentials (headers, or a sign-in)"
+    return (f"; it answered POST with {codes[0]}: if this looks like an SSE endpoint, set "
+            f"type = \"sse\" in [mcp.servers.{st.name}]")
 
 
 def _session_tmp() -> str:

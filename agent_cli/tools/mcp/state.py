@@ -96,6 +96,11 @@ class ServerState:
     """The latest progress notification of a running call, for `/mcp`."""
     dirty: bool = False
     """A tools/list_changed arrived and the tools were not listed again since."""
+    via_sse: bool = False
+    """Its url has no `type` and answered every POST with a 4xx: it is reached over SSE (the
+    spec's backwards-compatibility fallback, tried once)."""
+    post_statuses: list[int] = field(default_factory=list)
+    """The HTTP status of each POST of its current connection (streamable HTTP)."""
     relists: int = 0
     """How many times its tools were listed again after a change notification (a test waits
     on it; `/mcp` could show it)."""
