@@ -204,7 +204,79 @@ def register(app: typer.Typer) -> None:
         raise typer.Exit(run_import(block, have, file, target, yes=yes, grant=grant,
                                     shape=shape))
 
+    @mcp_app.command("remove")
+    @with_common
+    @guarded
+    def remove_cmd(
+        common: Common,
+        name: Annotated[str, typer.Argument(help="The server, as named in [mcp.servers.NAME].")],
+        yes: Annotated[bool, typer.Option(
+            "--yes", help="Remove without asking (needed when there is no terminal).")] = False,
+    ) -> None:
+        """Remove a server's [mcp.servers.NAME] tables (and only those) from every config file
+        that is read and has them, after showing the lines that go."""
+        _edit_server(common, name, "remove", yes)
+
+    @mcp_app.command("enable")
+    @with_common
+    @guarded
+    def enable_cmd(common: Common, name: Annotated[str, typer.Argument(
+            help="The server, as named in [mcp.servers.NAME].")]) -> None:
+        """Set enabled = true in the server's table (in the config file that decides it)."""
+        _edit_server(common, name, "enable", True)
+
+    @mcp_app.command("disable")
+    @with_common
+    @guarded
+    def disable_cmd(common: Common, name: Annotated[str, typer.Argument(
+            help="The server, as named in [mcp.servers.NAME].")]) -> None:
+        """Set enabled = false in the server's table: kept in the config, not started."""
+        _edit_server(common, name, "disable", True)
+
     app.add_typer(mcp_app, name="mcp")
+
+
+def _edit_server(common: Any, name: str, action: str, yes: bool) -> None:
+    """`mcp remove|enable|disable NAME` on the config files that are read (the user config,
+    then --config FILE, which wins): remove takes the server out of each that has it (else a
+    lower one would bring it back); enable/disable edits the last one that has it."""
+    from rich.console import Console
+
+    from agent_cli.cli.common import fail
+    from agent_cli.locations import user_config_file
+    from agent_cli.tools.mcp.config import edit_server, existing_servers, write_edited
+    from agent_cli.ui.safe_rich import safe
+
+    console = Console(highlight=False, markup=False)
+    files = list(dict.fromkeys(p for p in (user_config_file(), *(
+        [Path(common.config)] if common.config else [])) if p.is_file()))
+    try:
+        having = [p for p in files if name in existing_servers(p)]
+    except ValueError as e:  # tomllib's errors are ValueErrors
+        raise fail(f"A config file cannot be read ({e}); fix it first.", EXIT_USAGE) from None
+    if not having:
+        where = ", ".join(map(str, files)) or "any config file"
+        raise fail(f"No MCP server named {name!r} in {where}; `agent-cli mcp list` shows the "
+                   "configured ones.", EXIT_USAGE)
+    for path in having if action == "remove" else having[-1:]:
+        try:
+            before, text, shown = edit_server(path, name, action)
+            if action == "remove" and not yes:
+                console.print(safe(f"These lines of {path} go:", "bold"))
+                console.print(safe(shown.rstrip("\n")))
+                answer = confirm(f"Remove MCP server {name} from {path}?")
+                if answer is None:
+                    raise fail("No terminal to confirm on: run again with --yes to remove it; "
+                               "nothing was removed.", EXIT_USAGE)
+                if not answer:
+                    console.print(safe("Nothing was removed."))
+                    raise typer.Exit(EXIT_FAILED)
+            write_edited(path, before, text)
+        except (OSError, ValueError) as e:
+            raise fail(f"{e}.".replace("..", "."), EXIT_FAILED) from None
+        done = {"remove": "Removed", "enable": "Enabled", "disable": "Disabled"}[action]
+        console.print(safe(f"{done} MCP server {name} in {path}"
+                           + (f" ({shown})." if action != "remove" else ".")))
 
 
 def _print_confinement(console: "Console", names: list[str]) -> None:
