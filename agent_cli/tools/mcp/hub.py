@@ -44,6 +44,7 @@ from agent_cli.tools.mcp.adapt import NAME_OK, describe_claims
 from agent_cli.tools.mcp.features import HubFeatures
 from agent_cli.tools.mcp.grants import grant_lines
 from agent_cli.tools.mcp.pins import PinStore
+from agent_cli.tools.mcp.restart import ServerRestarts
 from agent_cli.tools.mcp.results import exception_text, format_result, wait_for_call
 from agent_cli.tools.mcp.serve import ServerTasks
 from agent_cli.tools.mcp.state import (
@@ -65,7 +66,7 @@ if TYPE_CHECKING:
     from agent_cli.tools.registry import Registry
 
 
-class MCPHub(ServerTasks, HubFeatures):
+class MCPHub(ServerTasks, HubFeatures, ServerRestarts):
     """Owns the portal thread and every configured server; see the module docstring.
 
     What the rest of agent-cli uses: `start`, `sync` and `close` (main thread), `snapshot`,

@@ -52,6 +52,7 @@ class ServerTasks:
     note: Callable[..., None]
     _neutral_cwd: Callable[[], Path]
     _server_log: Callable[[ServerState, str], None]
+    _reconnects: Callable[[ServerState, Any], Any]
 
     def _lost(self, st: ServerState, why: str) -> None:
         """The server went away (on the portal thread): drop its tools at the next sync."""
@@ -62,6 +63,8 @@ class ServerTasks:
             self._notices.append((f"MCP server {st.name} stopped ({why}; it may have crashed); "
                                   f"its tools were removed. Server stderr: {st.errlog}",
                                   "mcp_error"))
+        if st.config.transport != "stdio" and st.stop is not None:
+            st.stop.set()  # end this connection: the reconnect (restart.py) takes over
 
     # -- the server task (portal thread) ---------------------------------------------------------
 
@@ -92,6 +95,7 @@ class ServerTasks:
         self._files.append(errlog)
         while await self._connection(st, errlog):
             pass  # once: the SSE try of a url without type (transport.sse_fallback)
+        await self._reconnects(st, errlog)  # a remote server that dropped (restart.py)
 
     async def _connection(self, st: ServerState, errlog: Any) -> bool:
         """One connection from connect to stop. True when it failed in a way that asks for
@@ -356,7 +360,8 @@ class ServerTasks:
         entries = self._entries(st, listed, resources)
         gone = self._pin_check(st, entries)
         with self._lock:
-            st.tools, st.client, st.state = entries, client, "ready"
+            st.tools, st.client, st.state, st.reason = entries, client, "ready", ""
+            st.was_ready = st.connected = True
             offered = [e.name for e in entries.values() if e.status == "offered"]
             self._notices.append((f"MCP server {st.name} ready: {len(offered)} tool"
                                   f"{'' if len(offered) == 1 else 's'}"
@@ -414,8 +419,10 @@ class ServerTasks:
             if st.state != "starting":
                 return
             st.state, st.reason = "failed", why
-            self._notices.append((f"MCP server {st.name} could not start: {why}. Its tools are "
-                                  f"not offered; server stderr: {st.errlog}", "mcp_error"))
+            if not st.reconnects:  # a reconnect's try already said it (restart.py)
+                self._notices.append((f"MCP server {st.name} could not start: {why}. Its tools "
+                                      f"are not offered; server stderr: {st.errlog}",
+                                      "mcp_error"))
         st.ready.set()
 
 

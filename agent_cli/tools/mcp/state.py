@@ -101,6 +101,12 @@ class ServerState:
     spec's backwards-compatibility fallback, tried once)."""
     post_statuses: list[int] = field(default_factory=list)
     """The HTTP status of each POST of its current connection (streamable HTTP)."""
+    was_ready: bool = False
+    """It was ready at least once in this session (only then is a drop reconnected)."""
+    connected: bool = False
+    """Its current connection became ready (the reconnect count starts again after it)."""
+    reconnects: int = 0
+    """Reconnect tries since it last was ready (restart.py)."""
     relists: int = 0
     """How many times its tools were listed again after a change notification (a test waits
     on it; `/mcp` could show it)."""
