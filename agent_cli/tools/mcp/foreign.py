@@ -20,8 +20,9 @@ from typing import Any
 GEMINI_ENTRY_KEYS = ("httpUrl", "includeTools", "excludeTools")
 """Entry keys only Gemini CLI's settings.json uses."""
 GEMINI_TOP_KEYS = ("selectedAuthType", "contextFileName", "coreTools", "excludeTools",
-                   "theme", "checkpointing", "mcp", "general", "ui", "security", "context")
-"""Top-level keys of a Gemini CLI settings.json besides mcpServers."""
+                   "checkpointing", "mcp")
+"""Top-level keys only a Gemini CLI settings.json has besides mcpServers (not `theme` and the
+like: Claude Code's ~/.claude.json has a theme too, and its `url` means HTTP)."""
 HTTP_TYPES = {"http": "http", "streamable-http": "http", "streamableHttp": "http",
               "streamable_http": "http", "sse": "sse", "stdio": "stdio"}
 """The spellings of a transport in other clients' files."""
@@ -43,7 +44,7 @@ def file_shape(path: Path, data: dict[str, Any]) -> str:
     entry with a key only Gemini CLI uses), else "generic"."""
     if path.parent.name == ".gemini":
         return "gemini"
-    if any(k in data for k in GEMINI_TOP_KEYS if k != "mcpServers"):
+    if any(k in data for k in GEMINI_TOP_KEYS):
         return "gemini"
     block = data.get("mcpServers")
     if isinstance(block, dict):
