@@ -56,6 +56,8 @@ class ServerRestarts:
                     f"{' (' + st.reason + ')' if st.reason else ''}; it cannot be restarted.")
         if self._portal is None:
             return f"MCP server {name} has not started yet; /mcp shows when it is ready."
+        if st.task is None and st.state == "failed":  # refused before any start (a name clash)
+            return f"MCP server {name} is not started: {st.reason}."
         st.closing = True  # its ending is not a crash, and no reconnect follows
         if st.stop is not None:
             with contextlib.suppress(Exception):

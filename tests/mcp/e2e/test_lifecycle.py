@@ -187,3 +187,21 @@ def test_an_http_server_that_stays_away_costs_one_line_per_try(workspace: Path,
         if proc.poll() is None:
             proc.kill()
             proc.wait(10)
+
+
+def test_restart_does_not_start_a_server_refused_for_its_name(tmp_path: Path) -> None:
+    from agent_cli.tools.mcp.hub import MCPHub
+    from agent_cli.tools.registry import Registry
+
+    hub = MCPHub({"files.a": MCPServer(command="/nonexistent/agent-cli-none"),
+                  "files_a": MCPServer(command="/nonexistent/agent-cli-none")},
+                 Registry(), None, home=tmp_path, session_id="s")
+    try:
+        hub.start()
+        hub.wait_ready()
+        said = hub.restart("files_a")
+        assert said.startswith("MCP server files_a is not started: its name becomes")
+        assert hub.servers["files_a"].task is None  # nothing was started for it
+        assert "did not restart" in hub.restart("files.a")  # tried, and says why not
+    finally:
+        hub.close()
