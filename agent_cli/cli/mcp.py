@@ -233,6 +233,50 @@ def register(app: typer.Typer) -> None:
         """Set enabled = false in the server's table: kept in the config, not started."""
         _edit_server(common, name, "disable", True)
 
+    @mcp_app.command("login")
+    @with_common
+    @guarded
+    def login_cmd(common: Common, name: Annotated[str, typer.Argument(
+            help="The http or sse server, as named in [mcp.servers.NAME].")]) -> None:
+        """Sign in to a remote server with OAuth (authorization code, PKCE, dynamic client
+        registration): prints the sign-in URL and opens it when a browser is there, waits for
+        the browser to come back, and keeps the tokens (0600) for the sessions that follow."""
+        import anyio
+        from rich.console import Console
+
+        from agent_cli.tools.mcp.oauth import login, token_file
+        from agent_cli.tools.mcp.results import exception_text, flatten_exception
+        from agent_cli.tools.mcp.state import configured_servers, mcp_available
+        from agent_cli.tools.mcp.transport import StartRefused
+        from agent_cli.ui.safe_rich import safe
+
+        console = Console(highlight=False, markup=False)
+        servers = configured_servers(common.settings())
+        if name not in servers:
+            raise fail(f"No MCP server named {name!r} in the config; configured: "
+                       f"{', '.join(servers) or '(none)'}.", EXIT_USAGE)
+        cfg = servers[name]
+        if cfg.transport == "stdio":
+            raise fail(f"MCP server {name} runs as a local command; only http and sse servers "
+                       "sign in.", EXIT_USAGE)
+        if not mcp_available():
+            raise fail("The optional MCP support is not installed; install it with: "
+                       "pip install mcp jsonschema.", EXIT_FAILED)
+
+        def show(url: str) -> None:
+            console.print(safe(f"Open this URL to sign in to {name}:", "bold"))
+            console.print(safe(url), soft_wrap=True)  # one line, to copy whole
+
+        try:
+            count = anyio.run(login, name, cfg, show)
+        except Exception as e:  # the SDK's failures arrive as nested exception groups
+            leaf = flatten_exception(e)
+            why = str(leaf) if isinstance(leaf, StartRefused) else exception_text(e)
+            raise fail(f"Signing in to {name} failed: {why}.", EXIT_FAILED) from None
+        console.print(safe(f"Signed in to {name} ({count} tools); the sign-in is kept in "
+                           f"{token_file(name)} (only you can read it) and refreshed by the "
+                           "sessions that use it."))
+
     app.add_typer(mcp_app, name="mcp")
 
 

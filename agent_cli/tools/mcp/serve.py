@@ -298,8 +298,12 @@ class ServerTasks:
                 kind = "sse" if st.via_sse else cfg.transport
                 if not st.via_sse:  # the SSE try keeps what the POSTs were answered
                     st.post_statuses = []
+                from agent_cli.tools.mcp.oauth import session_auth
+                from agent_cli.tools.mcp.transport import expand
+
+                auth = session_auth(st.name, expand(cfg.url or ""))
                 async with http_streams(cfg, cfg.startup_timeout_s, kind=kind,
-                                        statuses=st.post_statuses) as (read, write):
+                                        statuses=st.post_statuses, auth=auth) as (read, write):
                     yield EofWatch(read, lambda: None, heard_http), write
 
         async def on_message(message: Any) -> None:
@@ -436,7 +440,8 @@ def _post_hint(st: ServerState) -> str:
         return (f"; its url answered POST with {codes[0]} and did not open an SSE stream on "
                 "GET either: check the url")
     if codes[0] in (401, 403):
-        return f"; it answered {codes[0]}: it wants credentials (headers, or a sign-in)"
+        return (f"; it answered {codes[0]}: it wants credentials: sign in with `agent-cli mcp "
+                f"login {st.name}` (OAuth), or set its headers")
     return (f"; it answered POST with {codes[0]}: if this looks like an SSE endpoint, set "
             f"type = \"sse\" in [mcp.servers.{st.name}]")
 

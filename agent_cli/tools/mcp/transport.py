@@ -122,16 +122,18 @@ def stdio_params(cfg: MCPServer, cwd: Path, marker: str, name: str) -> tuple[Any
 
 @contextlib.asynccontextmanager
 async def http_streams(cfg: MCPServer, timeout_s: float, *, kind: str | None = None,
-                       statuses: list[int] | None = None) -> AsyncIterator[tuple[Any, Any]]:
+                       statuses: list[int] | None = None,
+                       auth: Any = None) -> AsyncIterator[tuple[Any, Any]]:
     """The read/write streams of a streamable HTTP or SSE server (`kind`, default its
-    configured transport), with its expanded headers. The HTTP status of every POST is
-    appended to `statuses` (what `sse_fallback` looks at)."""
+    configured transport), with its expanded headers and `auth` (an OAuth sign-in, oauth.py).
+    The HTTP status of every POST is appended to `statuses` (what `sse_fallback` looks at)."""
     url = expand(cfg.url or "")
     headers = expand_map(cfg.headers)
     if (kind or cfg.transport) == "sse":
         from mcp.client.sse import sse_client
 
-        async with sse_client(url, headers=headers or None, timeout=timeout_s) as streams:
+        async with sse_client(url, headers=headers or None, timeout=timeout_s,
+                              auth=auth) as streams:
             yield streams[0], streams[1]
         return
     from mcp.client.streamable_http import streamable_http_client
@@ -141,7 +143,7 @@ async def http_streams(cfg: MCPServer, timeout_s: float, *, kind: str | None = N
         if statuses is not None and response.request.method == "POST":
             statuses.append(int(response.status_code))
 
-    async with create_mcp_http_client(headers=headers or None) as http:
+    async with create_mcp_http_client(headers=headers or None, auth=auth) as http:
         http.event_hooks["response"].append(seen)
         async with streamable_http_client(url, http_client=http) as streams:
             yield streams[0], streams[1]
