@@ -18,9 +18,10 @@ definitions are pinned on first use (see pins.py); a changed one is kept out unt
 accepts it.
 
 The package: hub (this module: lifecycle, the registry sync, calls), serve (each server's task on
-the portal thread), features (resources, prompts, progress, instructions), state (what the hub
-knows and the typed views it hands out), adapt, results, pins, transport, and config (writing
-`[mcp.servers.NAME]` tables).
+the portal thread), restart (`/mcp restart`, reconnecting a remote server that dropped),
+features (resources, prompts, progress, instructions), state (what the hub knows and the typed
+views it hands out), adapt, results, pins, transport, oauth (sign-in of remote servers), and
+config and foreign (writing and editing `[mcp.servers.NAME]` tables, other clients' files).
 
 `mcp` and `jsonschema` are an optional extra: nothing here imports them at module level.
 """

@@ -200,6 +200,9 @@ async def login(name: str, cfg: Any, show: Callable[[str], None]) -> int:
     with _loopback() as (redirect, got, came):
         async def on_url(auth_url: str) -> None:
             show(auth_url)
+            if urlsplit(auth_url).scheme not in ("http", "https"):
+                raise StartRefused("the server's sign-in address is not an http(s) URL; it was "
+                                   "not opened")
             import webbrowser
 
             with contextlib.suppress(Exception):  # no browser: the URL above is enough
