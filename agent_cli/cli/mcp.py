@@ -201,15 +201,135 @@ def register(app: typer.Typer) -> None:
 
         target = _config_target(common)
         try:
-            block = read_mcp_servers(file)
+            block, shape = read_mcp_servers(file)
             have = existing_servers(target)
         except ValueError as e:
             raise fail(str(e), EXIT_USAGE) from None
         from agent_cli.cli.mcp_import import run_import
 
-        raise typer.Exit(run_import(block, have, file, target, yes=yes, grant=grant))
+        raise typer.Exit(run_import(block, have, file, target, yes=yes, grant=grant,
+                                    shape=shape))
+
+    @mcp_app.command("remove")
+    @with_common
+    @guarded
+    def remove_cmd(
+        common: Common,
+        name: Annotated[str, typer.Argument(help="The server, as named in [mcp.servers.NAME].")],
+        yes: Annotated[bool, typer.Option(
+            "--yes", help="Remove without asking (needed when there is no terminal).")] = False,
+    ) -> None:
+        """Remove a server's [mcp.servers.NAME] tables (and only those) from every config file
+        that is read and has them, after showing the lines that go."""
+        _edit_server(common, name, "remove", yes)
+
+    @mcp_app.command("enable")
+    @with_common
+    @guarded
+    def enable_cmd(common: Common, name: Annotated[str, typer.Argument(
+            help="The server, as named in [mcp.servers.NAME].")]) -> None:
+        """Set enabled = true in the server's table (in the config file that decides it)."""
+        _edit_server(common, name, "enable", True)
+
+    @mcp_app.command("disable")
+    @with_common
+    @guarded
+    def disable_cmd(common: Common, name: Annotated[str, typer.Argument(
+            help="The server, as named in [mcp.servers.NAME].")]) -> None:
+        """Set enabled = false in the server's table: kept in the config, not started."""
+        _edit_server(common, name, "disable", True)
+
+    @mcp_app.command("login")
+    @with_common
+    @guarded
+    def login_cmd(common: Common, name: Annotated[str, typer.Argument(
+            help="The http or sse server, as named in [mcp.servers.NAME].")]) -> None:
+        """Sign in to a remote server with OAuth (authorization code, PKCE, dynamic client
+        registration): prints the sign-in URL and opens it when a browser is there, waits for
+        the browser to come back, and keeps the tokens (0600) for the sessions that follow."""
+        import anyio
+        from rich.console import Console
+
+        from agent_cli.tools.mcp.oauth import login, token_file
+        from agent_cli.tools.mcp.results import exception_text, flatten_exception
+        from agent_cli.tools.mcp.state import configured_servers, mcp_available
+        from agent_cli.tools.mcp.transport import StartRefused
+        from agent_cli.ui.safe_rich import safe
+
+        console = Console(highlight=False, markup=False)
+        servers = configured_servers(common.settings())
+        if name not in servers:
+            raise fail(f"No MCP server named {name!r} in the config; configured: "
+                       f"{', '.join(servers) or '(none)'}.", EXIT_USAGE)
+        cfg = servers[name]
+        if cfg.transport == "stdio":
+            raise fail(f"MCP server {name} runs as a local command; only http and sse servers "
+                       "sign in.", EXIT_USAGE)
+        if not mcp_available():
+            raise fail("The optional MCP support is not installed; install it with: "
+                       "pip install mcp jsonschema.", EXIT_FAILED)
+
+        def show(url: str) -> None:
+            console.print(safe(f"Open this URL to sign in to {name}:", "bold"))
+            console.print(safe(url), soft_wrap=True)  # one line, to copy whole
+
+        try:
+            count = anyio.run(login, name, cfg, show)
+        except Exception as e:  # the SDK's failures arrive as nested exception groups
+            leaf = flatten_exception(e)
+            why = str(leaf) if isinstance(leaf, StartRefused) else exception_text(e)
+            raise fail(f"Signing in to {name} failed: {why}.", EXIT_FAILED) from None
+        console.print(safe(f"Signed in to {name} ({count} tools); the sign-in is kept in "
+                           f"{token_file(name)} (only you can read it) and refreshed by the "
+                           "sessions that use it."))
 
     app.add_typer(mcp_app, name="mcp")
+
+
+def _edit_server(common: Any, name: str, action: str, yes: bool) -> None:
+    """`mcp remove|enable|disable NAME` on the config files that are read (the user config,
+    then --config FILE, which wins): remove takes the server out of each that has it (else a
+    lower one would bring it back); enable/disable edits the last one that has it."""
+    from rich.console import Console
+    from rich.text import Text
+
+    from agent_cli.cli.common import fail
+    from agent_cli.locations import user_config_file
+    from agent_cli.tools.mcp.config import edit_server, existing_servers, write_edited
+    from agent_cli.ui.safe_rich import safe
+
+    console = Console(highlight=False, markup=False)
+    files = list(dict.fromkeys(p for p in (user_config_file(), *(
+        [Path(common.config)] if common.config else [])) if p.is_file()))
+    try:
+        having = [p for p in files if name in existing_servers(p)]
+    except ValueError as e:  # tomllib's errors are ValueErrors
+        raise fail(f"A config file cannot be read ({e}); fix it first.", EXIT_USAGE) from None
+    if not having:
+        where = ", ".join(map(str, files)) or "any config file"
+        raise fail(f"No MCP server named {name!r} in {where}; `agent-cli mcp list` shows the "
+                   "configured ones.", EXIT_USAGE)
+    for path in having if action == "remove" else having[-1:]:
+        try:
+            before, text, shown = edit_server(path, name, action)
+            if action == "remove" and not yes:
+                body = Text()
+                body.append_text(safe(f"These lines of {path} go:", "bold"))
+                body.append_text(Text("\n") + safe(shown.rstrip("\n")))
+                answer = mcp_question(f"Remove MCP server {name} from {path}?", body)
+                if answer is None:
+                    console.print(body)
+                    raise fail("No terminal to confirm on: run again with --yes to remove it; "
+                               "nothing was removed.", EXIT_USAGE)
+                if not answer:
+                    console.print(safe("Nothing was removed."))
+                    raise typer.Exit(EXIT_FAILED)
+            write_edited(path, before, text)
+        except (OSError, ValueError) as e:
+            raise fail(f"{e}.".replace("..", "."), EXIT_FAILED) from None
+        done = {"remove": "Removed", "enable": "Enabled", "disable": "Disabled"}[action]
+        console.print(safe(f"{done} MCP server {name} in {path}"
+                           + (f" ({shown})." if action != "remove" else ".")))
 
 
 def _print_confinement(console: "Console", names: list[str]) -> None:
@@ -231,9 +351,9 @@ def _config_target(common: Any) -> Path:
     return Path(common.config) if common.config else user_config_file()
 
 
-def grant_or_import_answer(question: str, body: "ConsoleRenderable | None" = None
+def mcp_question(question: str, body: "ConsoleRenderable | None" = None
                            ) -> bool | None:
-    """The y/N of `mcp add` and `mcp import`, asked through the product's one confirm
+    """The y/N of `mcp add`, `mcp import` and `mcp remove`, asked through the product's one confirm
     (ui/confirm.py): `body` shown whole (paged when taller than the screen) before the
     question, type-ahead discarded, only y/yes accepts; None when there is no terminal."""
     from rich.console import Console
@@ -267,7 +387,7 @@ def _offer_grants(entries: dict[str, dict[str, Any]], given: bool) -> bool:
     body.rstrip()
     if given:
         console.print(body)
-    answer = True if given else grant_or_import_answer("Grant these?", body)
+    answer = True if given else mcp_question("Grant these?", body)
     if answer is None:
         console.print(body)
     if not answer:

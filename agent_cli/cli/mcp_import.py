@@ -20,14 +20,14 @@ EXIT_USAGE = 2
 
 
 def run_import(block: dict[str, Any], have: dict[str, Any], source: Path, target: Path, *,
-               yes: bool, grant: bool) -> int:
+               yes: bool, grant: bool, shape: str = "generic") -> int:
     """Show, ask, append; the exit code (1 when an entry could not be read or was refused)."""
     from rich.console import Console
     from rich.text import Text
 
-    from agent_cli.cli.mcp import _offer_grants, grant_or_import_answer
-    from agent_cli.tools.mcp.config import append_servers, normalise
-    from agent_cli.tools.mcp.review import Review, review
+    from agent_cli.cli.mcp import _offer_grants, mcp_question
+    from agent_cli.tools.mcp.config import append_servers, import_entry
+    from agent_cli.tools.mcp.review import GRANTING, Review, review
     from agent_cli.ui.safe_rich import safe
 
     console = Console(highlight=False, markup=False, stderr=False)
@@ -41,11 +41,12 @@ def run_import(block: dict[str, Any], have: dict[str, Any], source: Path, target
             skipped.append(f"{name}: already configured in {target}; left as it is")
             continue
         try:
-            entry = normalise(name, raw)
+            entry, dropped = import_entry(name, raw, shape, GRANTING)
         except ValueError as e:
             problems.append(str(e))
             continue
         shown[name] = review(name, entry, raw, source)
+        shown[name].dropped = dropped
     view = Text()
     view.append_text(safe(f"MCP servers in {source} (written by someone else: check every "
                           "line):", "bold"))
@@ -55,6 +56,8 @@ def run_import(block: dict[str, Any], have: dict[str, Any], source: Path, target
             view.append_text(Text("\n  ") + safe(f"{key} = {value}"))
         for line in rv.callouts:
             view.append_text(Text("\n  ! ", style="bold yellow") + safe(line, "yellow"))
+        for line in rv.dropped:
+            view.append_text(Text("\n  not imported: ", style="dim") + safe(line))
         if rv.refused:
             view.append_text(Text("\n  NOT IMPORTED: ", style="bold red") + safe(rv.refused, "red"))
     for line in skipped:
@@ -69,7 +72,7 @@ def run_import(block: dict[str, Any], have: dict[str, Any], source: Path, target
         console.print(safe(f"0 server(s) added to {target}."))
         return EXIT_FAILED if problems or refused else EXIT_OK
     if not yes:
-        answer = grant_or_import_answer(
+        answer = mcp_question(
             f"Import these {len(importable)} server(s) as shown, untrusted, into {target}?",
             view)
         if answer is None:

@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 
 
 def repl_mcp(session: Session, arg: str) -> RenderableType:
-    """`/mcp` (state and tools) and `/mcp accept NAME` (pin a server's changed tools)."""
+    """`/mcp` (state and tools), `/mcp accept NAME` (pin a server's changed tools), `/mcp
+    restart NAME` (connect it again), `/mcp prompts` and `/mcp prompt`."""
     hub = session.mcp
     if hub is None:
         return Text("No MCP servers are configured: add [mcp.servers.NAME] with command = ... "
@@ -33,13 +34,17 @@ def repl_mcp(session: Session, arg: str) -> RenderableType:
         return MCPStatus(hub.snapshot())
     if words[0] == "accept" and len(words) == 2:
         return _accept_in_session(hub, words[1])
+    if words[0] == "restart" and len(words) == 2:
+        said = hub.restart(words[1])
+        return safe(said, "green" if " restarted: " in said else "yellow")
     if words[0] == "prompts" and len(words) == 1:
         return MCPPrompts(hub.prompts())
     if words[0] == "prompt" and len(words) >= 3:
         return _send_prompt(session, hub, words[1], words[2], words[3:])
     return Text("Usage: /mcp (servers and tools), /mcp accept NAME (offer a server's changed "
-                "tools again), /mcp prompts (the servers' prompts), /mcp prompt SERVER NAME "
-                "[ARG=VALUE ...] (send one as your message).", style="yellow")
+                "tools again), /mcp restart NAME (stop and start it again), /mcp prompts (the "
+                "servers' prompts), /mcp prompt SERVER NAME [ARG=VALUE ...] (send one as your "
+                "message).", style="yellow")
 
 
 def _send_prompt(session: Session, hub: MCPHub, server: str, name: str,

@@ -39,6 +39,13 @@ async def list_pages(fetch: Any, field: str, max_pages: int = 100) -> list[Any]:
     return items
 
 
+def session_gone(st: ServerState) -> bool:
+    """A streamable HTTP server answered 404 to a request of an established session: the spec
+    says the session is over and the client must start a new one."""
+    return (st.config.transport == "http" and not st.via_sse and st.connected
+            and st.post_statuses[-1:] == [404])
+
+
 class HubFeatures:
     """Resources, prompts, progress, server log, instructions (see the module docstring)."""
 
@@ -57,6 +64,11 @@ class HubFeatures:
         if mapped is None:
             raise e
         output, lost = mapped
+        if lost is None and session_gone(st):
+            lost = "it no longer knows this session (HTTP 404)"
+            output = ToolOutput(f"MCP server {st.name} no longer knows this session (it "
+                                "restarted?); the call was not run. Its tools were removed "
+                                "until it is connected again.", True)
         if lost is not None:
             self._lost(st, lost)
         return output

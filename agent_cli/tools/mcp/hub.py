@@ -18,9 +18,10 @@ definitions are pinned on first use (see pins.py); a changed one is kept out unt
 accepts it.
 
 The package: hub (this module: lifecycle, the registry sync, calls), serve (each server's task on
-the portal thread), features (resources, prompts, progress, instructions), state (what the hub
-knows and the typed views it hands out), adapt, results, pins, transport, and config (writing
-`[mcp.servers.NAME]` tables).
+the portal thread), restart (`/mcp restart`, reconnecting a remote server that dropped),
+features (resources, prompts, progress, instructions), state (what the hub knows and the typed
+views it hands out), adapt, results, pins, transport, oauth (sign-in of remote servers), and
+config and foreign (writing and editing `[mcp.servers.NAME]` tables, other clients' files).
 
 `mcp` and `jsonschema` are an optional extra: nothing here imports them at module level.
 """
@@ -44,6 +45,7 @@ from agent_cli.tools.mcp.adapt import NAME_OK, describe_claims
 from agent_cli.tools.mcp.features import HubFeatures
 from agent_cli.tools.mcp.grants import grant_lines
 from agent_cli.tools.mcp.pins import PinStore
+from agent_cli.tools.mcp.restart import ServerRestarts
 from agent_cli.tools.mcp.results import exception_text, format_result, wait_for_call
 from agent_cli.tools.mcp.serve import ServerTasks
 from agent_cli.tools.mcp.state import (
@@ -65,7 +67,7 @@ if TYPE_CHECKING:
     from agent_cli.tools.registry import Registry
 
 
-class MCPHub(ServerTasks, HubFeatures):
+class MCPHub(ServerTasks, HubFeatures, ServerRestarts):
     """Owns the portal thread and every configured server; see the module docstring.
 
     What the rest of agent-cli uses: `start`, `sync` and `close` (main thread), `snapshot`,
@@ -306,10 +308,8 @@ class MCPHub(ServerTasks, HubFeatures):
         with self._lock:
             desired: dict[str, Tool] = {}
             for st in self.servers.values():
-                if st.state != "ready":
-                    continue
                 for entry in st.tools.values():
-                    if entry.status == "offered" and entry.tool is not None:
+                    if st.offers(entry) and entry.tool is not None:
                         desired[entry.name] = entry.tool
             notices, self._notices = self._notices, []
         for name in list(self._registered):
@@ -446,7 +446,8 @@ class MCPHub(ServerTasks, HubFeatures):
                 pinned=pinned[st.name],
                 tools=tuple(ToolStatus(
                     name=e.name, remote=e.shown, effect=e.effect, description=e.description,
-                    warning=e.warning, status=e.status, why=tuple(e.why),
+                    warning=e.warning, status=st.shown_status(e)[0],
+                    why=st.shown_status(e)[1],
                     claims=describe_claims(e.annotations),
                     annotations=canonical_json(e.annotations),
                     schema_hash=e.tool.schema_hash() if e.tool is not None else "")

@@ -68,6 +68,8 @@ class Review:
     """One sentence per risky value."""
     refused: str | None = None
     """Why this server cannot be imported at all; None when it can."""
+    dropped: list[str] = field(default_factory=list)
+    """One sentence per key of the file that was not imported (foreign.translate)."""
 
 
 def review(name: str, entry: dict[str, Any], raw: dict[str, Any], source: Path) -> Review:
@@ -87,6 +89,11 @@ def review(name: str, entry: dict[str, Any], raw: dict[str, Any], source: Path) 
                 out.fields.append((f"{key}.{k}", str(v)))
         else:
             out.fields.append((key, str(value)))
+    if entry.get("enabled") is False:
+        out.fields.append(("enabled", "false (disabled in the file: kept, not started)"))
+    for key in ("enabled_tools", "disabled_tools"):
+        if entry.get(key) is not None:
+            out.fields.append((key, " ".join(_quote(str(v)) for v in entry[key]) or "(none)"))
     for key in GRANTING:
         if key in raw:
             out.callouts.append(f"{key} in the file is ignored: only you can grant that, by "

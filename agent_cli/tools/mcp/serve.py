@@ -24,7 +24,17 @@ from agent_cli.tools.mcp.grants import exit_hint, read_tail, runner_line, sandbo
 from agent_cli.tools.mcp.pins import PinStore
 from agent_cli.tools.mcp.results import exception_text, flatten_exception
 from agent_cli.tools.mcp.state import BOOT_ALLOWANCE_S, ServerState, import_sdk
-from agent_cli.tools.mcp.transport import EofWatch, StartRefused, http_streams, stdio_params
+from agent_cli.tools.mcp.transport import (
+    EofWatch,
+    StartRefused,
+    http_streams,
+    sse_fallback,
+    stdio_params,
+)
+
+GOODBYE_S = 3.0
+"""How long a stopping connection may take to say goodbye (the DELETE that ends a streamable
+HTTP session; a stdio server's stdin closed): well inside the hub's STOP_GRACE_S."""
 
 
 class ServerTasks:
@@ -42,6 +52,7 @@ class ServerTasks:
     note: Callable[..., None]
     _neutral_cwd: Callable[[], Path]
     _server_log: Callable[[ServerState, str], None]
+    _reconnects: Callable[[ServerState, Any], Any]
 
     def _lost(self, st: ServerState, why: str) -> None:
         """The server went away (on the portal thread): drop its tools at the next sync."""
@@ -52,6 +63,8 @@ class ServerTasks:
             self._notices.append((f"MCP server {st.name} stopped ({why}; it may have crashed); "
                                   f"its tools were removed. Server stderr: {st.errlog}",
                                   "mcp_error"))
+        if st.config.transport != "stdio" and st.stop is not None:
+            st.stop.set()  # end this connection: the reconnect (restart.py) takes over
 
     # -- the server task (portal thread) ---------------------------------------------------------
 
@@ -59,7 +72,6 @@ class ServerTasks:
         """Connect, list tools, stay connected until asked to stop. Raises only cancellation."""
         import anyio
 
-        cancelled = anyio.get_cancelled_exc_class()
         st.stop = anyio.Event()
         startup = st.config.startup_timeout_s
         st.deadline = time.monotonic() + BOOT_ALLOWANCE_S + startup
@@ -85,6 +97,18 @@ class ServerTasks:
                          f"{st.errlog}: {e}")
             return
         self._files.append(errlog)
+        while await self._connection(st, errlog):
+            pass  # once: the SSE try of a url without type (transport.sse_fallback)
+        await self._reconnects(st, errlog)  # a remote server that dropped (restart.py)
+
+    async def _connection(self, st: ServerState, errlog: Any) -> bool:
+        """One connection from connect to stop. True when it failed in a way that asks for
+        the one SSE try (then `st.via_sse` is set and nothing was reported yet)."""
+        import anyio
+
+        cancelled = anyio.get_cancelled_exc_class()
+        startup = st.config.startup_timeout_s
+        retry = False
         started = anyio.Event()
         relist_send, relist_recv = anyio.create_memory_object_stream[None](1)
         st.relist = relist_send
@@ -110,10 +134,16 @@ class ServerTasks:
             # a notification; older ones are handled by on_message in _connect.
             if str(client.protocol_version) < "2026-07-28":
                 return
+            from mcp.shared.subscriptions import ResourcesListChanged
+
             with contextlib.suppress(Exception):
-                async with client.listen(tools_list_changed=True) as sub:
-                    async for _event in sub:
-                        st.dirty = True
+                async with client.listen(tools_list_changed=True,
+                                         resources_list_changed=True) as sub:
+                    async for event in sub:
+                        if isinstance(event, ResourcesListChanged):
+                            st.resources_dirty = True
+                        else:
+                            st.dirty = True
                         with contextlib.suppress(Exception):
                             relist_send.send_nowait(None)
 
@@ -123,14 +153,23 @@ class ServerTasks:
                     tg.start_soon(watchdog, scope)
                     async with self._connect(st, errlog) as client:
                         listed = await self._list_tools(client)
-                        resources = self._has_resources(client)
+                        resources = await self._lists_resources(client)
                         self._ready(st, client, listed, resources)
                         started.set()
-                        tg.start_soon(relister, client)
-                        tg.start_soon(listener, client)
-                        await st.stop.wait()
-                        st.client = None
-                        tg.cancel_scope.cancel()
+                        if st.via_sse:
+                            self.note(f"MCP server {st.name}: its url answered POST with "
+                                      f"{st.post_statuses[0]} and is an SSE endpoint (the "
+                                      "older transport), reached that way; set type = \"sse\" "
+                                      f"in [mcp.servers.{st.name}] to skip the first try.", "mcp")
+                        async with anyio.create_task_group() as inner:
+                            inner.start_soon(relister, client)
+                            inner.start_soon(listener, client)
+                            await st.stop.wait()
+                            st.client = None
+                            inner.cancel_scope.cancel()
+                        # Leave the connection uncancelled, so the transport's own goodbye
+                        # (streamable HTTP's DELETE of the session) is sent, but bounded.
+                        scope.deadline = anyio.current_time() + GOODBYE_S
         except cancelled:
             raise
         except BaseException as e:  # connect failures arrive as nested exception groups
@@ -138,6 +177,9 @@ class ServerTasks:
                 raise
             if st.closing:
                 pass
+            elif (st.state == "starting" and not st.via_sse
+                  and sse_fallback(st.config, st.post_statuses)):
+                st.via_sse = retry = True
             elif st.state == "starting":
                 leaf = flatten_exception(e)
                 text = exception_text(e)
@@ -149,18 +191,25 @@ class ServerTasks:
                     text = "it exited or closed the connection before the handshake finished"
                     if st.confined:
                         text += "; " + (self._start_hint(st) or exit_hint(st.name))
-                self._failed(st, text)
+                self._failed(st, text + _post_hint(st))
             else:
                 self._lost(st, exception_text(e))
         finally:
             st.client = None
             st.relist = None
-            st.ready.set()
+            if not retry:
+                st.ready.set()
+        return retry
 
     async def _relist(self, st: ServerState, client: Any) -> None:
-        """List the tools again after a tools/list_changed (once per notification burst)."""
-        if not st.dirty:
+        """List the tools again after a tools/list_changed, and look again whether the server
+        lists any resource after a resources/list_changed (once per notification burst)."""
+        if not (st.dirty or st.resources_dirty):
             return
+        resources = any(e.builtin for e in st.tools.values())
+        if st.resources_dirty:
+            st.resources_dirty = False
+            resources = await self._lists_resources(client)
         st.dirty = False
         try:
             listed = await self._list_tools(client)
@@ -168,7 +217,8 @@ class ServerTasks:
             self.note(f"MCP server {st.name} said its tools changed, but listing them failed "
                       f"({exception_text(e)}); its old tools stay.", "mcp_error")
             return
-        self._relisted(st, listed)
+        self._relisted(st, listed, resources)
+        st.relists += 1
 
     @staticmethod
     def _start_hint(st: ServerState) -> str | None:
@@ -196,9 +246,23 @@ class ServerTasks:
         return text
 
     @staticmethod
-    def _has_resources(client: Any) -> bool:
+    async def _lists_resources(client: Any) -> bool:
+        """Whether the resource tools would reach anything: the server declares the resources
+        capability and lists at least one resource or resource template (first page). A
+        server that declares it and lists none gets no list_resources/read_resource: two dead
+        tools in every request otherwise. A failing list counts as none."""
         caps = getattr(client, "server_capabilities", None)
-        return getattr(caps, "resources", None) is not None
+        if getattr(caps, "resources", None) is None:
+            return False
+        for method, key in ((client.list_resources, "resources"),
+                            (client.list_resource_templates, "resource_templates")):
+            try:
+                page = await method()
+            except Exception:  # a server without templates answers an error
+                continue
+            if getattr(page, key, None):
+                return True
+        return False
 
     @contextlib.asynccontextmanager
     async def _connect(self, st: ServerState, errlog: Any) -> AsyncIterator[Any]:
@@ -206,6 +270,7 @@ class ServerTasks:
         from mcp_types import (
             Implementation,
             LoggingMessageNotificationParams,
+            ResourceListChangedNotification,
             ToolListChangedNotification,
         )
 
@@ -231,12 +296,28 @@ class ServerTasks:
                 async with stdio_client(params, errlog=errlog) as (read, write):
                     yield EofWatch(read, lambda: self._lost(st, lost), heard), write
             else:
-                async with http_streams(cfg, cfg.startup_timeout_s) as (read, write):
-                    yield read, write
+                def heard_http() -> None:
+                    st.heard = True
+
+                kind = "sse" if st.via_sse else cfg.transport
+                if not st.via_sse:  # the SSE try keeps what the POSTs were answered
+                    st.post_statuses = []
+                from agent_cli.tools.mcp.oauth import session_auth
+                from agent_cli.tools.mcp.transport import expand
+
+                auth = session_auth(st.name, expand(cfg.url or ""))
+                async with http_streams(cfg, cfg.startup_timeout_s, kind=kind,
+                                        statuses=st.post_statuses, auth=auth) as (read, write):
+                    yield EofWatch(read, lambda: None, heard_http), write
 
         async def on_message(message: Any) -> None:
-            if isinstance(message, ToolListChangedNotification) and st.relist is not None:
-                st.dirty = True
+            if st.relist is None:
+                return
+            if isinstance(message, ToolListChangedNotification | ResourceListChangedNotification):
+                if isinstance(message, ResourceListChangedNotification):
+                    st.resources_dirty = True
+                else:
+                    st.dirty = True
                 with contextlib.suppress(Exception):  # one pending re-list is enough
                     st.relist.send_nowait(None)
 
@@ -287,7 +368,8 @@ class ServerTasks:
         entries = self._entries(st, listed, resources)
         gone = self._pin_check(st, entries)
         with self._lock:
-            st.tools, st.client, st.state = entries, client, "ready"
+            st.tools, st.client, st.state, st.reason = entries, client, "ready", ""
+            st.was_ready = st.connected = True
             offered = [e.name for e in entries.values() if e.status == "offered"]
             self._notices.append((f"MCP server {st.name} ready: {len(offered)} tool"
                                   f"{'' if len(offered) == 1 else 's'}"
@@ -313,13 +395,12 @@ class ServerTasks:
             elif e.warning:
                 self._notices.append((f"MCP tool {e.name}: {e.warning}", "mcp_error"))
 
-    def _relisted(self, st: ServerState, listed: list[Any]) -> None:
+    def _relisted(self, st: ServerState, listed: list[Any], resources: bool) -> None:
         """A tools/list_changed notification (portal thread): the new list replaces the old
         one, each tool through the pin check again (a new or changed tool is held until the user
         accepts it), and the user is told what changed. The registry follows at the next sync."""
         if st.state != "ready":
             return
-        resources = any(e.builtin for e in st.tools.values())
         entries = self._entries(st, listed, resources)
         self._pin_check(st, entries)
         with self._lock:
@@ -336,8 +417,9 @@ class ServerTasks:
                 parts.append("removed " + ", ".join(removed))
             if changed:
                 parts.append("changed " + ", ".join(e.name for e in changed))
-            self._notices.append((f"MCP server {st.name} changed its tools: "
-                                  f"{'; '.join(parts) or 'no visible change'}.", "mcp"))
+            if parts:  # a list_changed with nothing new says nothing
+                self._notices.append((f"MCP server {st.name} changed its tools: "
+                                      f"{'; '.join(parts)}.", "mcp"))
             self._entry_notices(st, [*added, *changed])
 
     def _failed(self, st: ServerState, why: str) -> None:
@@ -345,9 +427,27 @@ class ServerTasks:
             if st.state != "starting":
                 return
             st.state, st.reason = "failed", why
-            self._notices.append((f"MCP server {st.name} could not start: {why}. Its tools are "
-                                  f"not offered; server stderr: {st.errlog}", "mcp_error"))
+            if not st.reconnects:  # a reconnect's try already said it (restart.py)
+                self._notices.append((f"MCP server {st.name} could not start: {why}. Its tools "
+                                      f"are not offered; server stderr: {st.errlog}",
+                                      "mcp_error"))
         st.ready.set()
+
+
+def _post_hint(st: ServerState) -> str:
+    """What a failed HTTP start says about the POSTs' answers: the SSE endpoint that the
+    fallback did not reach, or the `type = "sse"` a typed url may need."""
+    codes = st.post_statuses
+    if st.config.transport != "http" or not codes or not all(400 <= c < 500 for c in codes):
+        return ""
+    if st.via_sse:
+        return (f"; its url answered POST with {codes[0]} and did not open an SSE stream on "
+                "GET either: check the url")
+    if codes[0] in (401, 403):
+        return (f"; it answered {codes[0]}: it wants credentials: sign in with `agent-cli mcp "
+                f"login {st.name}` (OAuth), or set its headers")
+    return (f"; it answered POST with {codes[0]}: if this looks like an SSE endpoint, set "
+            f"type = \"sse\" in [mcp.servers.{st.name}]")
 
 
 def _session_tmp() -> str:

@@ -96,6 +96,22 @@ class ServerState:
     """The latest progress notification of a running call, for `/mcp`."""
     dirty: bool = False
     """A tools/list_changed arrived and the tools were not listed again since."""
+    via_sse: bool = False
+    """Its url has no `type` and answered every POST with a 4xx: it is reached over SSE (the
+    spec's backwards-compatibility fallback, tried once)."""
+    post_statuses: list[int] = field(default_factory=list)
+    """The HTTP status of each POST of its current connection (streamable HTTP)."""
+    was_ready: bool = False
+    """It was ready at least once in this session (only then is a drop reconnected)."""
+    connected: bool = False
+    """Its current connection became ready (the reconnect count starts again after it)."""
+    reconnects: int = 0
+    """Reconnect tries since it last was ready (restart.py)."""
+    relists: int = 0
+    """How many times its tools were listed again after a change notification (a test waits
+    on it; `/mcp` could show it)."""
+    resources_dirty: bool = False
+    """A resources/list_changed arrived: whether it lists any resource is looked at again."""
     confined: bool = False
     """Its process runs in the kernel sandbox (set when it is started): only then does a denial
     in its output get the line that names the sandbox (grants.sandbox_hint)."""
@@ -106,6 +122,19 @@ class ServerState:
     """The folder it was started in (a confined server may write there)."""
     tmp: str = ""
     """Its private temporary folder (TMPDIR), when confined."""
+
+    def offers(self, entry: ToolEntry) -> bool:
+        """Whether `entry` is in the model's tool list: the one rule the registry sync and
+        every view follow (a tool of a server that is not running is not offered)."""
+        return self.state == "ready" and entry.status == "offered" and entry.tool is not None
+
+    def shown_status(self, entry: ToolEntry) -> tuple[str, tuple[str, ...]]:
+        """The status and reasons `/mcp` shows for `entry`: its own, except that an offered
+        tool of a server that stopped (or failed, or is still starting) shows as not
+        offered, with why."""
+        if entry.status != "offered" or self.offers(entry):
+            return entry.status, tuple(entry.why)
+        return "not offered", (f"its server is {self.state}",)
 
 
 
@@ -125,7 +154,8 @@ class ToolStatus:
     warning: str
     """Set when the description hid padding or control characters; empty otherwise."""
     status: str
-    """offered | held (its definition differs from the pin) | refused (cannot be offered)."""
+    """offered | held (its definition differs from the pin) | refused (cannot be offered) |
+    disabled (by the config) | not offered (its server is not running)."""
     why: tuple[str, ...]
     """What changed since the pin (held) or why it is refused; empty when offered."""
     claims: str

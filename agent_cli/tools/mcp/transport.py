@@ -121,22 +121,41 @@ def stdio_params(cfg: MCPServer, cwd: Path, marker: str, name: str) -> tuple[Any
 
 
 @contextlib.asynccontextmanager
-async def http_streams(cfg: MCPServer, timeout_s: float) -> AsyncIterator[tuple[Any, Any]]:
-    """The read/write streams of a streamable HTTP or SSE server, with its expanded headers."""
+async def http_streams(cfg: MCPServer, timeout_s: float, *, kind: str | None = None,
+                       statuses: list[int] | None = None,
+                       auth: Any = None) -> AsyncIterator[tuple[Any, Any]]:
+    """The read/write streams of a streamable HTTP or SSE server (`kind`, default its
+    configured transport), with its expanded headers and `auth` (an OAuth sign-in, oauth.py).
+    The HTTP status of every POST is appended to `statuses` (what `sse_fallback` looks at)."""
     url = expand(cfg.url or "")
     headers = expand_map(cfg.headers)
-    if cfg.transport == "sse":
+    if (kind or cfg.transport) == "sse":
         from mcp.client.sse import sse_client
 
-        async with sse_client(url, headers=headers or None, timeout=timeout_s) as streams:
+        async with sse_client(url, headers=headers or None, timeout=timeout_s,
+                              auth=auth) as streams:
             yield streams[0], streams[1]
         return
     from mcp.client.streamable_http import streamable_http_client
     from mcp.shared._httpx_utils import create_mcp_http_client
 
-    async with (create_mcp_http_client(headers=headers or None) as http,
-                streamable_http_client(url, http_client=http) as streams):
-        yield streams[0], streams[1]
+    async def seen(response: Any) -> None:
+        if statuses is not None and response.request.method == "POST":
+            statuses.append(int(response.status_code))
+
+    async with create_mcp_http_client(headers=headers or None, auth=auth) as http:
+        http.event_hooks["response"].append(seen)
+        async with streamable_http_client(url, http_client=http) as streams:
+            yield streams[0], streams[1]
+
+
+def sse_fallback(cfg: MCPServer, statuses: list[int]) -> bool:
+    """Whether a failed start should be tried again over SSE: the spec's backwards
+    compatibility rule for a `url` configured without `type` whose every POST was answered
+    with a 4xx (not 401/403, which ask for credentials): it may be an older SSE server, which
+    a GET of the same url tells."""
+    return (cfg.type is None and cfg.transport == "http" and bool(statuses)
+            and all(400 <= s < 500 and s not in (401, 403) for s in statuses))
 
 
 def describe_endpoint(cfg: MCPServer) -> str:

@@ -20,7 +20,8 @@ from agent_cli.safe_text import one_line
 from agent_cli.tools.mcp.state import PromptInfo, ServerStatus
 from agent_cli.ui.safe_rich import safe, safe_line
 
-STATUS_STYLE = {"offered": "green", "held": "bold yellow", "refused": "red", "disabled": "dim"}
+STATUS_STYLE = {"offered": "green", "held": "bold yellow", "refused": "red", "disabled": "dim",
+                "not offered": "dim red"}
 STATE_STYLE = {"ready": "green", "starting": "cyan", "failed": "bold red", "stopped": "bold red",
                "unavailable": "bold red", "disabled": "dim", "closed": "dim"}
 

@@ -142,11 +142,34 @@ async def _list_tools() -> Any:
 
 server.list_tools = _list_tools  # type: ignore[method-assign]
 
+def _run_recording_http(port: int, record: str) -> None:
+    """Streamable HTTP with every request's method appended to the file `record` (one line
+    each, written before the request is handled); with HOSTILE_SLOW_DELETE set, a DELETE is
+    recorded and then never answered (a server that hangs the goodbye)."""
+    import anyio
+    import uvicorn
+
+    app = server.streamable_http_app()
+
+    async def recording(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            with open(record, "a") as f:
+                f.write(scope["method"] + "\n")
+            if scope["method"] == "DELETE" and os.environ.get("HOSTILE_SLOW_DELETE"):
+                await anyio.sleep(3600)
+        await app(scope, receive, send)
+
+    uvicorn.run(recording, host="127.0.0.1", port=port, log_level="warning",
+                lifespan="on")
+
+
 if __name__ == "__main__":
     base64.b64decode(PNG_1PX)
     kind = sys.argv[1] if len(sys.argv) > 1 else "stdio"
     if kind == "stdio":
         server.run()
+    elif kind == "http" and os.environ.get("HOSTILE_METHODS"):
+        _run_recording_http(int(sys.argv[2]), os.environ["HOSTILE_METHODS"])
     elif kind == "http":
         server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
     else:

@@ -33,6 +33,8 @@ def test_a_call_over_http_or_sse_with_a_header_from_the_environment(
         snap = run.hub.snapshot()[0]  # type: ignore[union-attr]
         assert snap.state == "ready" and snap.command == f"{kind} {url}"
         assert "t0ken" not in repr(snap)  # the token is never shown
+        # it answered: a start timeout would not get the "try mode = legacy" hint
+        assert run.hub.servers["web"].heard  # type: ignore[union-attr]
     finally:
         run.close()
 

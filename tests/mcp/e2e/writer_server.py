@@ -7,7 +7,10 @@
   does: confined, SQLite says only "unable to open database file";
 - its `write` tool writes a file anywhere (a server asked to write into the workspace);
 - its `connect` tool opens a TCP connection to 127.0.0.1:PORT (a fetch-like server);
-- its `argv` and `env_has` tools say what its command line and environment hold.
+- its `argv` and `env_has` tools say what its command line and environment hold;
+- it declares the resources capability (every FastMCP server does) but lists none, until its
+  `add_note` tool adds one and says so (resources/list_changed); `nudge` says its tools
+  changed when nothing did.
 
 `--hang-list` makes it answer the handshake and then never list its tools (a start that times
 out although the server spoke). Run as `python writer_server.py [--state-dir DIR]
@@ -21,7 +24,7 @@ import socket
 import sys
 from pathlib import Path
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 
 server = MCPServer("writer")
 
@@ -56,6 +59,27 @@ def argv() -> str:
 def env_has(name: str) -> str:
     """Whether the environment holds `name`, and its length."""
     return f"{name} holds {len(os.environ.get(name, ''))} characters"
+
+
+@server.tool()
+async def add_note(ctx: Context) -> str:
+    """Add the resource note://late and tell the client the resource list changed."""
+
+    def late_note() -> str:
+        return "a late note"
+
+    server.resource("note://late", name="late", mime_type="text/plain")(late_note)
+    await ctx.session.send_resource_list_changed()  # 2025-11-25 and older
+    await ctx.notify_resources_changed()  # 2026-07-28 listen streams
+    return "added note://late"
+
+
+@server.tool()
+async def nudge(ctx: Context) -> str:
+    """Say the tool list changed although it did not."""
+    await ctx.session.send_tool_list_changed()
+    await ctx.notify_tools_changed()
+    return "nudged"
 
 
 async def _hang() -> list[object]:
