@@ -47,6 +47,9 @@ _QUOTED_PATH = re.compile(r"""['"`‘“]((?:/|~/)[^'"`’”\n]*)['"`’”]"""
 _BARE_PATH = re.compile(r"(?:^|(?<=[\s'\"`(=,\[]))((?:/|~/)[^\s:'\"]+)\s*:\s*"
                         r"(?:Permission denied|Read-only file system"
                         r"|Operation not permitted)", re.IGNORECASE)
+_NEARBY_PATH = re.compile(r"""(?:^|\s)path:?\s+['"]?((?:/|~/)[^\s'"]+)""", re.IGNORECASE)
+"""A path that a tool names on a line of its own beside the error code (npm: `npm error code
+EACCES` / `npm error path /home/u/.npm/_cacache/tmp/x`; Node's `path: '/x'`)."""
 _ANY_PATH = re.compile(r"""(?:^|[\s'"`(=:,\[])(~?/[^\s'"`:,;)\]]+)""")
 _READING = re.compile(r"cannot open directory|\bls:|\bcat:|\bread(?:ing)?\b|opendir|scandir|"
                       r"listdir|cannot access", re.IGNORECASE)
@@ -74,7 +77,8 @@ def _cause(text: str) -> tuple[str, str | None, str] | None:
             return NETWORK, None, line
     for i, line in enumerate(lines):
         if _DENIED_RE.search(line):
-            path = _path_in(line) or _wrapped_path(lines[i:i + 8])
+            path = (_path_in(line) or _wrapped_path(lines[i:i + 8])
+                    or _nearby_path(lines[max(0, i - 3):i + 6]))
             if path is None and _ERRNO_RE.search(line) \
                     and _SOCKET_RE.search("\n".join(lines[max(0, i - 40):i + 1])):
                 return NETWORK, None, line  # a pathless EACCES under a socket call
@@ -87,6 +91,15 @@ def _wrapped_path(lines: list[str]) -> str | None:
     `Permission denied: '/a/long/path'` at its width, padding each piece)."""
     quoted = _QUOTED_PATH.findall("".join(line.strip() for line in lines))
     return str(quoted[0]).rstrip("/") or "/" if quoted else None
+
+
+def _nearby_path(lines: list[str]) -> str | None:
+    """The path named on a `path ...` line next to a pathless denial line."""
+    for line in lines:
+        m = _NEARBY_PATH.search(line)
+        if m:
+            return m.group(1)
+    return None
 
 
 def _path_in(line: str) -> str | None:

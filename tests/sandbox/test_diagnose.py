@@ -71,3 +71,16 @@ def test_a_server_is_told_its_own_settings() -> None:
     assert line is not None and "sandbox_read_allow" in line
     assert explain("all good", caps) is None
     assert explain("Permission denied", Capabilities("off")) is None
+
+
+def test_npm_names_the_path_on_a_line_of_its_own() -> None:
+    """What an `npm install` run by a confined server prints (mcp-server-fetch's HTML library
+    runs one on first use): the code and the path on separate lines."""
+    caps = Capabilities("workspace", read=("/",), write=("/srv/fetch",), network=True,
+                        name="fetch")
+    npm = ("npm error code EACCES\nnpm error syscall open\n"
+           "npm error path /home/u/.npm/_cacache/tmp/3f2a\nnpm error errno EACCES\n")
+    line = explain(npm, caps)
+    assert line is not None
+    assert "writing /home/u/.npm/_cacache/tmp/3f2a was refused" in line
+    assert 'writable = ["/home/u/.npm/_cacache/tmp"] in [mcp.servers.fetch]' in line
