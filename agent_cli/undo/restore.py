@@ -173,8 +173,9 @@ class Applied:
     failed: list[str] = field(default_factory=list)
 
 
-def _change_kind(before: EntryState | None, after: EntryState | None
-                 ) -> Literal["created", "modified", "deleted", "mode"]:
+def change_kind(before: EntryState | None, after: EntryState | None
+                ) -> Literal["created", "modified", "deleted", "mode"]:
+    """What happened to a path between two states (an undo's step, an overlay layer's entry)."""
     if before is None:
         return "created"
     if after is None:
@@ -337,7 +338,7 @@ def apply(plan: Plan, store: Store) -> Applied:
         tree.close()
     for s in steps:
         if s.path in done and s.path not in failed:
-            out.changes.append(PathChange(path=s.path, change=_change_kind(s.current, s.target),
+            out.changes.append(PathChange(path=s.path, change=change_kind(s.current, s.target),
                                           before=s.current, after=s.target))
     return out
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent_cli.events import EntryState, PathChange
-from agent_cli.undo.restore import _Tree, same
+from agent_cli.undo.restore import _Tree, change_kind, same
 from agent_cli.undo.snapshot import special_tag
 from agent_cli.undo.store import Store
 
@@ -113,16 +113,6 @@ def _copy_in(pfd: int, name: str, src: str, mode: int) -> None:
     os.rename(tmp, name, src_dir_fd=pfd, dst_dir_fd=pfd)
 
 
-def _kind(before: EntryState | None, after: EntryState | None) -> str:
-    if before is None:
-        return "created"
-    if after is None:
-        return "deleted"
-    if before.kind == after.kind and before.sha256 == after.sha256:
-        return "mode"
-    return "modified"
-
-
 class _Apply:
     def __init__(self, upper: Path, workspace: Path, store: Store, since_ns: int,
                  overwrite: Callable[[str], bool] | None, dry: bool = False,
@@ -140,7 +130,7 @@ class _Apply:
 
     def record(self, rel: str, before: EntryState | None, after: EntryState | None) -> None:
         if not same(before, after):
-            self.out.changes.append(PathChange(path=rel, change=_kind(before, after),  # type: ignore[arg-type]
+            self.out.changes.append(PathChange(path=rel, change=change_kind(before, after),
                                                before=before, after=after))
 
     def conflict(self, pfd: int, name: str, rel: str) -> bool:
