@@ -12,6 +12,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 
+@pytest.mark.mcp
 def test_the_long_session_bench_runs_in_quick_mode_and_prints_its_figures() -> None:
     proc = subprocess.run([sys.executable, str(REPO / "bench" / "bench_long_sessions.py"),
                            "--quick"], cwd=REPO, capture_output=True, text=True, timeout=600)

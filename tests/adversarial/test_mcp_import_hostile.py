@@ -101,6 +101,7 @@ def test_accepted_import_takes_only_what_was_shown_and_never_trust(clone: Path,
     assert "${ANTHROPIC_API_KEY}" not in json.dumps(servers["shell"].args)
 
 
+@pytest.mark.mcp
 def test_a_server_never_starts_in_agent_clis_own_state(tmp_path: Path) -> None:
     """Written by hand (or by an older import): cwd "." in the user's config means the config
     folder, where the server could append `trusted = true` to its own table."""
@@ -116,6 +117,7 @@ def test_a_server_never_starts_in_agent_clis_own_state(tmp_path: Path) -> None:
     assert user_cfg.read_text() == before
 
 
+@pytest.mark.mcp
 def test_a_writable_grant_over_agent_clis_state_is_refused(tmp_path: Path) -> None:
     """`writable = ["~"]` (or any folder holding the config) would let the server write its own
     table just the same: refused at start, whatever enforces `writable`."""

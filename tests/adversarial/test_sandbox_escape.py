@@ -208,6 +208,7 @@ server.run()
 '''
 
 
+@pytest.mark.mcp
 def test_mcp_server_cannot_write_outside_its_folder_or_connect(tmp_path: Path,
                                                               workspace: Path,
                                                               outside: Path) -> None:

@@ -258,6 +258,7 @@ def test_pty_esc_at_the_reason_prompt_sends_no_escape(chat: Any) -> None:
     assert "\x1b" not in json.dumps(denied) and "\\u001b" not in json.dumps(denied)
 
 
+@pytest.mark.mcp
 @pytest.mark.pty
 def test_pty_mcp_accept_drops_a_y_typed_while_the_server_starts(tmp_path: Path,
                                                                  workspace: Path) -> None:

@@ -170,6 +170,7 @@ server.run()
 '''
 
 
+@pytest.mark.mcp
 def test_an_mcp_server_whose_stderr_log_cannot_be_opened_fails_with_the_sentence(
         tmp_path: Path, disk: SmallDisk, home_on_disk: Path) -> None:
     from agent_cli.approval import ScriptedApprover
