@@ -26,8 +26,7 @@ from agent_cli.session import Session
 from agent_cli.tools.loader import load_tools
 from tests.sandbox.harness import SUPPORT, Inbox
 
-pytest.importorskip("mcp")
-pytestmark = pytest.mark.mcp  # a real MCP server: left out of the lowest-versions run
+pytestmark = pytest.mark.mcp  # real MCP servers (the mcp SDK): not in the lowest-versions run
 
 SERVER = '''
 import os, socket, sys
