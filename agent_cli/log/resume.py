@@ -94,7 +94,7 @@ def rebuild(path: Path, _chain: frozenset[Path] = frozenset()) -> Rebuilt:
             undo_events.append(item)
     flush()
     if any(isinstance(e, ev.Undo) for e in undo_events):
-        from agent_cli.undo.changes import history
+        from agent_cli.log.changes import history
 
         out.undone = history(undo_events).undone_by
     return out
