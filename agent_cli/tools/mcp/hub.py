@@ -64,6 +64,7 @@ from agent_cli.tools.mcp.transport import describe_endpoint, end_marked_processe
 if TYPE_CHECKING:
     from agent_cli import events as ev
     from agent_cli.config import MCPServer, Settings
+    from agent_cli.conversation import History
     from agent_cli.tools.registry import Registry
 
 
@@ -454,8 +455,8 @@ class MCPHub(ServerTasks, HubFeatures, ServerRestarts):
                     for e in st.tools.values()))
                 for st in self.servers.values()]
 
-    def request_hook(self, messages: list[dict[str, Any]], system: str | None
-                     ) -> tuple[list[dict[str, Any]], str | None]:
+    def request_hook(self, messages: History, system: str | None
+                     ) -> tuple[History, str | None]:
         """The loop's hook before each model request: wait for servers still starting and let
         their tools join (sync(wait=True)), then add the ready servers' instructions to the
         system prompt. The messages go through unchanged."""
