@@ -55,7 +55,8 @@ class Call:
     name: str
     """The tool's name (also for a call shown again from a log, where no tool is at hand)."""
     effect: str
-    """`read` runs without asking; `write` opens a panel (design.md section 4)."""
+    """`read` runs without asking; `write` opens a panel (docs/contracts.md, "The approval
+    contract")."""
     args: dict[str, Any]
     """The arguments exactly as shown, in the tool's declared order: a fresh copy per reader,
     never what runs (that is `value`)."""
