@@ -13,10 +13,19 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from agent_cli import events as ev
 from agent_cli.events import DecidedBy
+
+if TYPE_CHECKING:  # the tool contract is layer 1; a call names its tool without importing it
+    from pydantic import BaseModel
+
+    from agent_cli.tools.base import Tool
+
+    ToolArgs = BaseModel | dict[str, Any]
+    """What a tool's hooks receive (`Tool.validate`): an instance of the tool's pydantic model,
+    or for a tool without one (MCP) the dict its JSON schema validated."""
 
 __all__ = ["Approved", "Call", "DecidedBy", "Decision", "Denied", "approval_event", "call_of",
            "canonical_json"]
@@ -46,7 +55,8 @@ class Call:
     name: str
     """The tool's name (also for a call shown again from a log, where no tool is at hand)."""
     effect: str
-    """`read` runs without asking; `write` opens a panel (design.md section 4)."""
+    """`read` runs without asking; `write` opens a panel (docs/contracts.md, "The approval
+    contract")."""
     args: dict[str, Any]
     """The arguments exactly as shown, in the tool's declared order: a fresh copy per reader,
     never what runs (that is `value`)."""
@@ -68,11 +78,14 @@ class Call:
     their workspace-relative canonical form."""
     workspace: str = ""
     """The workspace root the paths resolve in ("" when unknown: rules see the raw values)."""
-    tool: Any = field(default=None, compare=False, repr=False)
-    """The registry's Tool that runs the call (None for a call rebuilt from a log)."""
-    value: Any = field(default=None, compare=False, repr=False)
-    """What the tool's run hook receives: the validated arguments (a pydantic model, or a dict
-    for a tool without one). Never shown: `args` is its dump."""
+    tool: Tool = field(default=cast("Tool", None), compare=False, repr=False)
+    """The registry's Tool that runs the call. Every call the registry makes has one, and only
+    those run; a call rebuilt from a log (`call_of`) is only shown, and holds None here, so an
+    attempt to run it fails at once instead of running something."""
+    value: ToolArgs | None = field(default=None, compare=False, repr=False)
+    """What the tool's hooks receive: the validated arguments (`Tool.validate`: the tool's
+    pydantic model, or a dict for a tool without one); None for a call rebuilt from a log.
+    Never shown: `args` is its dump."""
 
     @property
     def args_json(self) -> str:

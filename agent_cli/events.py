@@ -1,5 +1,5 @@
 """The event models: one tagged union is the session-log format, `--output jsonl` and the replay
-parser. Fields may grow; names and types of existing fields are a contract (design.md section 5).
+parser. Fields may grow; names and types of existing fields are a contract (docs/session-log.md).
 
 `seq`, `ts` and `hash` are filled by whoever records the event (the session log); the loop only
 says what happened.
@@ -271,7 +271,7 @@ class PathChange(BaseModel):
 
 class Effects(EventBase):
     """What an approved call changed in the workspace, recorded right after it ran; `agent-cli
-    undo` restores the `before` states from it (design.md section 7)."""
+    undo` restores the `before` states from it (docs/contracts.md, "Undo")."""
 
     type: Literal["effects"] = "effects"
     id: str

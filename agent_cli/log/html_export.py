@@ -1,5 +1,5 @@
 """`agent-cli replay LOG --output html`: one self-contained page to show a colleague what an agent
-did (design.md section 10).
+did (docs/contracts.md, "The shareable replay").
 
 The page needs nothing else: the CSS is inline, there is no script, no font, no image, no link to
 follow. Every string from the log goes through html_text (the terminal sanitiser, then
