@@ -6,17 +6,16 @@ The registry returns a `Call`; the gate, every approver and the approval panel r
 so a name means the same thing in memory, on disk and on screen.
 
 Decisions are data too (`Approved`, `Denied`): a yes is bound to one call id and the hash of the
-exact arguments shown, and `DecidedBy` (events.py, the log's vocabulary) says who decided.
+exact arguments shown, and `DecidedBy` (the log's vocabulary) says who decided. The `approval`
+record of a decision, and the call rebuilt from one, are in events.py (`approval_event`,
+`call_of`), which builds on this module.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
-
-from agent_cli import events as ev
-from agent_cli.events import DecidedBy
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 if TYPE_CHECKING:  # the tool contract is layer 1; a call names its tool without importing it
     from pydantic import BaseModel
@@ -27,8 +26,15 @@ if TYPE_CHECKING:  # the tool contract is layer 1; a call names its tool without
     """What a tool's hooks receive (`Tool.validate`): an instance of the tool's pydantic model,
     or for a tool without one (MCP) the dict its JSON schema validated."""
 
-__all__ = ["Approved", "Call", "DecidedBy", "Decision", "Denied", "approval_event", "call_of",
+__all__ = ["Approved", "Call", "DecidedBy", "Decision", "Denied",
            "canonical_json"]
+
+
+DecidedBy = Literal["user", "rule", "policy", "recording"]
+"""Who decided a call (the one definition; the `approval` record uses it): `user` a person at the
+panel (or an editor's permission question), `rule` a deny rule, `policy` the read-only policy or
+no one to ask, `recording` a rerun reused the user's approval of the byte-identical call in the
+recording."""
 
 
 def canonical_json(value: Any) -> str:
@@ -129,27 +135,3 @@ class Denied:
 
 
 Decision = Approved | Denied
-
-
-def approval_event(call: Call, decision: Decision) -> ev.Approval:
-    """The `approval` record of a decision on `call` (own copies of the dicts: nothing a later
-    reader does to the event can change the call)."""
-    return ev.Approval(id=call.id, name=call.name, effect=call.effect,
-                       decision="approved" if isinstance(decision, Approved) else "denied",
-                       by=decision.by, via=decision.via, args_hash=call.args_hash,
-                       reason=decision.reason,
-                       args=call.shown_args(), preview=call.preview,
-                       panel_extra=dict(call.panel_extra))
-
-
-def call_of(event: ev.Approval, proposed: Any = None, source: str = "", *,
-            ordered: bool = True) -> Call:
-    """The call as its panel showed it, rebuilt from an `approval` record (replay). Older logs
-    did not keep the arguments in the record: then the proposal's input (`proposed`) stands in.
-    `ordered`: list the arguments in the record's order (the declared order the panel used)."""
-    args = event.args if event.args is not None else (
-        proposed if isinstance(proposed, dict) else {})
-    return Call(id=event.id, name=event.name, effect=event.effect, args=args,
-                args_hash=event.args_hash, preview=event.preview, source=source,
-                panel_extra=dict(event.panel_extra),
-                arg_order=tuple(str(k) for k in args) if ordered else ())

@@ -24,9 +24,10 @@ from typing import Any, assert_never
 
 from agent_cli import __version__
 from agent_cli import events as ev
-from agent_cli.calls import Call, call_of
+from agent_cli.calls import Call
 from agent_cli.diff_lines import line_kind
 from agent_cli.errors import LogError
+from agent_cli.events import call_of
 from agent_cli.log.html_text import markdown, text
 from agent_cli.log.keys import log_key
 from agent_cli.log.show import show, when
