@@ -20,7 +20,7 @@ import contextlib
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agent_cli import __version__
 from agent_cli import events as ev
@@ -29,6 +29,7 @@ from agent_cli.calls import Decision
 from agent_cli.cancel import CancelToken
 from agent_cli.config import Settings
 from agent_cli.context import CompactResult, ContextBudget
+from agent_cli.conversation import History
 from agent_cli.errors import UsageError
 from agent_cli.log.writer import SessionLog
 from agent_cli.loop import Loop, RequestHook, TurnResult
@@ -49,6 +50,9 @@ if TYPE_CHECKING:
     from agent_cli.undo.recorder import WorkspaceRecorder
 
 Sink = Callable[[ev.AnyEvent], None]
+
+CLOSE_WAIT_S = 15.0
+"""How long `close` waits for a cancelled turn to answer its calls (a tool's grace included)."""
 
 
 def session_scope(settings: Settings, registry: Registry, extra: Scope | None = None
@@ -116,7 +120,7 @@ class Session:
         tools_dirs: Iterable[Path] = (),
         scope: Scope | None = None,
         log_path: Path | None = None,
-        history: list[dict[str, Any]] | None = None,
+        history: History | None = None,
         continues: str | None = None,
         provider: Provider | None = None,
     ) -> Session:
@@ -142,7 +146,7 @@ class Session:
         sinks: Iterable[Sink] = (),
         taggers: Iterable[Sink] = (),
         log_path: Path | None = None,
-        history: list[dict[str, Any]] | None = None,
+        history: History | None = None,
         continues: str | None = None,
         load_report: LoadReport | None = None,
         start_mcp: bool = False,
@@ -161,7 +165,7 @@ class Session:
         # Always scoped: `set_mode` flips the scope, and the loop keeps the one registry.
         self.registry: ScopedRegistry = registry if isinstance(registry, ScopedRegistry) \
             else ScopedRegistry(Scope(), registry)
-        self.history: list[dict[str, Any]] = history if history is not None else []
+        self.history: History = history if history is not None else []
         self.log_path = log_path or default_log_path(settings)
         self.protected = _guard_own_state(settings, self.log_path,
                                           default_folder=log_path is None)
@@ -202,6 +206,8 @@ class Session:
         self._turn: CancelToken | None = None
         """The running turn's token (None between turns)."""
         self._turn_lock = threading.Lock()
+        self._handle: TurnHandle | None = None
+        """The last turn started with `prompt` (close waits for it)."""
         self.instructions: list[Instruction] = []
         """Project instruction files passed to the model with every request (instructions.py
         sets them after start(), so their notices follow session_start in the log)."""
@@ -225,13 +231,13 @@ class Session:
                          tool_choice=settings.tool_choice,
                          tool_choice_after_call=settings.tool_choice_after_call)
 
-    def _within_budget(self, messages: list[dict[str, Any]], system: str | None
-                       ) -> tuple[list[dict[str, Any]], str | None]:
+    def _within_budget(self, messages: History, system: str | None
+                       ) -> tuple[History, str | None]:
         """Request hook: old tool results stubbed past the context budget (context.py)."""
         return self.budget(messages), system
 
-    def _with_instructions(self, messages: list[dict[str, Any]], system: str | None
-                           ) -> tuple[list[dict[str, Any]], str | None]:
+    def _with_instructions(self, messages: History, system: str | None
+                           ) -> tuple[History, str | None]:
         """Request hook: the accepted project instruction files first in the first message."""
         if not self.instructions:
             return messages, system
@@ -382,6 +388,7 @@ class Session:
                 return self.loop.run_turn(self.history, text, token)
 
         handle = TurnHandle(run, self._finish)
+        self._handle = handle
         handle.thread.start()
         return handle
 
@@ -440,9 +447,15 @@ class Session:
                             kind="clear"))
 
     def close(self, reason: str = "exit") -> None:
+        """End the session: a turn still running is cancelled and waited for (its calls get
+        their results), then the MCP servers stop and the log gets `session_end`."""
         if self._closed:
             return
         self._closed = True
+        handle = self._handle
+        if handle is not None and not handle.done:
+            self.cancel(reason)
+            handle.finished.wait(CLOSE_WAIT_S)
         if self.mcp is not None:
             self.mcp.close()
             self.mcp.sync()

@@ -30,7 +30,7 @@ from agent_cli.conversation import ToolResultBlock, ToolUseBlock, tool_result, u
 from agent_cli.errors import ToolFailed, UserInterrupted
 from agent_cli.events import approval_event
 from agent_cli.redact import Redactor, hidden_kinds
-from agent_cli.tools.base import Tool, ToolContext, ToolOutput, canonical_json
+from agent_cli.tools.base import ToolContext, ToolOutput, canonical_json
 from agent_cli.tools.path_args import path_refusal
 from agent_cli.tools.paths import protected_roots
 from agent_cli.tools.registry import CallRejected, Registry
@@ -269,7 +269,7 @@ class CallRunner:
         return decision
 
     def _context(self, call: Call) -> ToolContext:
-        tool: Tool = call.tool
+        tool = call.tool
         timeout = tool.timeout_s or self.limits.tool_timeout_s
         return ToolContext(workspace=self.workspace, timeout_s=timeout,
                            output_cap=self.limits.output_cap,
@@ -280,7 +280,7 @@ class CallRunner:
                            on_output=lambda text: self.emit(ev.ToolOutputDelta(call.id, text)))
 
     def _preview(self, call: Call, ctx: ToolContext) -> str | None:
-        tool: Tool = call.tool
+        tool = call.tool
         if tool.effect == "read" or (tool.snapshot is None and tool.preview is None):
             return None
         # The hooks get their own copy: nothing they do to it can change the call that runs.
@@ -295,7 +295,7 @@ class CallRunner:
         return None
 
     def _execute(self, turn: Turn, call: Call, ctx: ToolContext) -> ToolResultBlock:
-        tool: Tool = call.tool
+        tool = call.tool
         if self.registry.args_hash(tool.dump(call.value)) != call.args_hash:
             msg = "refused: the arguments changed after they were shown"
             return self._result(turn, call.id, call.name, msg, True, 0.0)
@@ -319,7 +319,7 @@ class CallRunner:
 
     def _run_tool(self, turn: Turn, call: Call, ctx: ToolContext,
                   finished: LinkedEvent) -> tuple[ToolOutput, float]:
-        tool: Tool = call.tool
+        tool = call.tool
         self.emit(ev.ToolStarted(id=call.id, name=call.name,
                                  sandbox=None if self.sandbox is None
                                  else self.sandbox.record_for(call.value, call.source)))
@@ -380,7 +380,7 @@ class CallRunner:
     def _timed_out(self, call: Call, ctx: ToolContext) -> str:
         """What a timeout means: the call may have done all, part or none of its work. For a
         write tool with a verify hook, the hook says what it finds now."""
-        tool: Tool = call.tool
+        tool = call.tool
         msg = (f"timed out after {ctx.timeout_s:g} s; its effect is unknown (the tool was asked "
                "to stop)")
         if tool.effect != "write" or tool.verify is None:

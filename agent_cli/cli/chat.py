@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.text import Text
 
+    from agent_cli.conversation import History
     from agent_cli.session import Session
     from agent_cli.signals import TerminationSignals
     from agent_cli.ui.repl import TurnState
@@ -194,7 +195,7 @@ class _Opened:
 
 
 def _open(common: Common, term: Terminal, signals: TerminationSignals, plain: bool,
-          console: Console | None = None, history: list[dict[str, Any]] | None = None,
+          console: Console | None = None, history: History | None = None,
           continues: str | None = None) -> _Opened:
     """The session with its console, Esc watcher, approver and view. Prints nothing and asks
     nothing, so it can run behind the first prompt (ui/startup.py)."""
@@ -318,7 +319,7 @@ def _demo_setup(common: Common, console: Console) -> None:
 
 def _resumed_history(common: Common, resume: str | None, continue_: bool, console: Console,
                      term: Terminal
-                     ) -> tuple[list[dict[str, Any]] | None, str | None, list[str], list[Any]]:
+                     ) -> tuple[History | None, str | None, list[str], list[Any]]:
     """The conversation to continue, the notes to log, and what to print (recap, workspace)."""
     if resume is None and not continue_:
         return None, None, [], []
