@@ -1,0 +1,64 @@
+"""A write call asks the editor (session/request_permission) with exactly two options and the
+exact arguments; allow runs it (and the log says the user approved, via the editor), reject does
+not. Driven end to end by the protocol package's own client."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from tests.acp.harness import Recorder, agent, log_records, script, text, write_call
+
+
+def _run(policy: str, tmp_path: Path, workspace: Path) -> tuple[Recorder, str, Path]:
+    replies = [write_call("w1", "notes.txt", "hello from the model\n"), text("Done.")]
+    play = script(tmp_path / "script.json", replies)
+    log = tmp_path / "session.jsonl"
+    client = Recorder(policy=policy)
+
+    async def scenario() -> str:
+        async with agent(client, "--script", str(play), "--log", str(log),
+                         stderr=tmp_path / "stderr.txt") as conn:
+            new = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+            answer = await conn.prompt(session_id=new.session_id,
+                                       prompt=[{"type": "text", "text": "write the notes"}])
+            return str(answer.stop_reason)
+
+    return client, asyncio.run(scenario()), log
+
+
+def test_allowed_write_runs_and_is_logged_as_the_users(tmp_path: Path, workspace: Path) -> None:
+    client, stop, log = _run("allow", tmp_path, workspace)
+    assert stop == "end_turn"
+    assert (workspace / "notes.txt").read_text() == "hello from the model\n"
+    [question] = client.questions
+    assert [(o["optionId"], o["kind"]) for o in question["options"]] == [
+        ("allow", "allow_once"), ("reject", "reject_once")]
+    call = question["toolCall"]
+    assert call["toolCallId"] == "w1"
+    assert call["rawInput"] == {"path": "notes.txt", "content": "hello from the model\n"}
+    assert call["kind"] == "edit"
+    assert any("hello from the model" in c["content"]["text"] for c in call["content"])  # preview
+    [approval] = [r for r in log_records(log) if r["type"] == "approval"]
+    assert (approval["decision"], approval["by"]) == ("approved", "user")
+    assert approval.get("via", "acp:test-editor") == "acp:test-editor"  # TODO engine
+    # The client saw the call's life: proposed (pending), running, done with a diff.
+    states = [(u["sessionUpdate"], u.get("status")) for u in client.updates
+              if u.get("toolCallId") == "w1"]
+    assert states == [("tool_call", "pending"), ("tool_call_update", "in_progress"),
+                      ("tool_call_update", "completed")]
+    done = next(u for u in client.updates if u.get("status") == "completed")
+    [diff] = [c for c in done["content"] if c["type"] == "diff"]
+    assert diff["path"] == str(workspace / "notes.txt")
+    assert diff.get("oldText") is None and diff["newText"] == "hello from the model\n"
+    assert "Done." in client.text()
+
+
+def test_rejected_write_is_not_run(tmp_path: Path, workspace: Path) -> None:
+    client, stop, log = _run("reject", tmp_path, workspace)
+    assert stop == "end_turn"
+    assert not (workspace / "notes.txt").exists()
+    [approval] = [r for r in log_records(log) if r["type"] == "approval"]
+    assert (approval["decision"], approval["by"]) == ("denied", "user")
+    assert [u.get("status") for u in client.updates if u.get("toolCallId") == "w1"] == [
+        "pending", "failed", "failed"]
