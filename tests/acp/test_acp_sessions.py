@@ -1,0 +1,212 @@
+"""session/load from a log, the client's MCP servers held to the configured servers' rules, and
+a stdout that carries nothing but JSON-RPC."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.acp.harness import Recorder, agent, log_records, script, text, until
+
+HERE = Path(__file__).resolve().parent
+
+
+def test_load_replays_the_conversation_and_goes_on_in_a_log_that_continues_it(
+        tmp_path: Path, workspace: Path) -> None:
+    play = script(tmp_path / "script.json", [text("The first answer."), text("The second.")])
+    first = Recorder()
+
+    async def one() -> str:
+        async with agent(first, "--script", str(play), stderr=tmp_path / "e1.txt") as conn:
+            new = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+            await conn.prompt(session_id=new.session_id,
+                              prompt=[{"type": "text", "text": "first question"}])
+            return str(new.session_id)
+
+    sid = asyncio.run(one())
+    second = Recorder()
+    play2 = script(tmp_path / "script2.json", [text("Answer after load.")])
+
+    async def two() -> str:
+        async with agent(second, "--script", str(play2), stderr=tmp_path / "e2.txt") as conn:
+            await conn.load_session(session_id=sid, cwd=str(workspace), mcp_servers=[])
+            replayed = list(second.updates)
+            answer = await conn.prompt(session_id=sid,
+                                       prompt=[{"type": "text", "text": "go on"}])
+            assert [u["sessionUpdate"] for u in replayed if u["sessionUpdate"].endswith(
+                "message_chunk") and "[agent-cli]" not in u["content"]["text"]] == [
+                "user_message_chunk", "agent_message_chunk"]
+            assert answer.stop_reason == "end_turn"
+            return "ok"
+
+    asyncio.run(two())
+    assert "first question" in second.text("user_message_chunk")
+    assert "The first answer." in second.text()
+    assert "Answer after load." in second.text()
+    home = Path(os.environ["AGENT_CLI_HOME"])
+    logs = sorted((home / "sessions").glob("*.jsonl"))
+    assert len(logs) == 2
+    newer = next(p for p in logs if p.name != f"{sid}.jsonl")
+    start = log_records(newer)[0]
+    assert start["type"] == "session_start" and start["continues"].endswith(f"{sid}.jsonl")
+    # The model was sent the whole conversation: the first turn, then the new one.
+    users = [r["text"] for r in log_records(newer) if r["type"] == "user_message"]
+    assert users == ["go on"]
+
+
+def test_load_of_an_unknown_session_is_an_error(tmp_path: Path, workspace: Path) -> None:
+    from acp import RequestError
+
+    async def scenario() -> None:
+        async with agent(Recorder(), "--provider", "scripted", "--script",
+                         str(script(tmp_path / "s.json", [])), stderr=tmp_path / "e.txt") as conn:
+            with pytest.raises(RequestError, match="not found"):
+                await conn.load_session(session_id="nope-000000", cwd=str(workspace),
+                                        mcp_servers=[])
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.mcp
+def test_a_clients_mcp_server_asks_for_every_call(tmp_path: Path, workspace: Path) -> None:
+    """The server says its tool is read-only; a configured server would need `trusted = true`
+    for that to skip the question, and a client's server never has it: the call asks."""
+    marker = f"AGENT_CLI_ACP_TEST_{uuid.uuid4().hex}"
+    play = script(tmp_path / "script.json", [
+        {"content": [{"type": "tool_use", "id": "p1", "name": "peek__peek",
+                      "input": {"text": "x"}}], "stop_reason": "tool_use"}, text("seen")])
+    client = Recorder(policy="allow")
+    log = tmp_path / "session.jsonl"
+
+    async def scenario() -> None:
+        from acp.schema import EnvVariable, McpServerStdio
+
+        async with agent(client, "--script", str(play), "--log", str(log),
+                         stderr=tmp_path / "e.txt") as conn:
+            server = McpServerStdio(name="peek", command=sys.executable,
+                                    args=[str(HERE / "peek_server.py")],
+                                    env=[EnvVariable(name=marker, value="1")])
+            new = await conn.new_session(cwd=str(workspace), mcp_servers=[server])
+            await until(lambda: "treated like an imported server" in client.text(),
+                        "the notice about the editor's server")
+            answer = await conn.prompt(session_id=new.session_id,
+                                       prompt=[{"type": "text", "text": "peek"}])
+            assert answer.stop_reason == "end_turn"
+
+    asyncio.run(scenario())
+    [question] = client.questions
+    assert question["toolCall"]["rawInput"] == {"text": "x"}
+    records = log_records(log)
+    [approval] = [r for r in records if r["type"] == "approval"]
+    assert (approval["by"], approval["effect"]) == ("user", "write")
+    [result] = [r for r in records if r["type"] == "tool_result"]
+    assert "peeked:x" in result["content"]
+
+
+def test_a_clients_server_with_a_variable_is_not_started(tmp_path: Path,
+                                                        workspace: Path) -> None:
+    """`${VAR}` is agent-cli's environment expanded into a server's config: never into one
+    another program sent (it could ask for ANTHROPIC_API_KEY)."""
+    client = Recorder()
+
+    async def scenario() -> None:
+        from acp.schema import EnvVariable, McpServerStdio
+
+        async with agent(client, "--script", str(script(tmp_path / "s.json", [])),
+                         stderr=tmp_path / "e.txt") as conn:
+            server = McpServerStdio(name="leak", command=sys.executable, args=["-c", "pass"],
+                                    env=[EnvVariable(name="T", value="${ANTHROPIC_API_KEY}")])
+            await conn.new_session(cwd=str(workspace), mcp_servers=[server])
+            await until(lambda: "leak from the editor is not started" in client.text(),
+                        "the refusal")
+
+    asyncio.run(scenario())
+
+
+PLUGIN = '''
+import os, sys
+from pydantic import BaseModel
+from agent_cli.tools import Tool
+
+
+class Args(BaseModel):
+    text: str
+
+
+def run(args, ctx):
+    print("stray print from a tool")
+    sys.stdout.flush()
+    os.write(1, b"stray bytes on fd 1\\n")
+    os.system("echo stray child output")
+    return "noisy:" + args.text
+
+
+TOOL = Tool(name="noisy", description="Writes to stdout.", args=Args, effect="read", run=run)
+'''
+
+
+def test_stdout_carries_only_json_rpc(tmp_path: Path, workspace: Path) -> None:
+    """A raw client: every line on the agent's stdout is one JSON-RPC 2.0 object, although a
+    tool prints, writes to fd 1 and starts a child that writes there."""
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    (tools / "noisy.py").write_text(PLUGIN, encoding="utf-8")
+    play = script(tmp_path / "script.json", [
+        {"content": [{"type": "tool_use", "id": "n1", "name": "noisy", "input": {"text": "t"}}],
+         "stop_reason": "tool_use"}, text("quiet now")])
+    proc = subprocess.Popen([sys.executable, "-m", "agent_cli", "acp", "--script", str(play),
+                             "--tools-dir", str(tools), "--log", str(tmp_path / "s.jsonl")],
+                            stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None
+
+    def send(obj: dict[str, Any]) -> None:
+        assert proc.stdin is not None
+        proc.stdin.write((json.dumps(obj) + "\n").encode())
+        proc.stdin.flush()
+
+    def answer_to(msg_id: int) -> dict[str, Any]:
+        assert proc.stdout is not None
+        while True:
+            line = proc.stdout.readline()
+            assert line, "the agent closed stdout"
+            msg = json.loads(line)  # raises on anything that is not JSON
+            assert isinstance(msg, dict) and msg.get("jsonrpc") == "2.0", line
+            seen.append(msg)
+            if msg.get("id") == msg_id and "method" not in msg:
+                return msg
+
+    seen: list[dict[str, Any]] = []
+    try:
+        send({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+              "params": {"protocolVersion": 1, "clientCapabilities": {}}})
+        init = answer_to(1)["result"]
+        assert init["protocolVersion"] == 1
+        assert init["agentCapabilities"]["loadSession"] is True
+        assert init["agentCapabilities"]["promptCapabilities"]["embeddedContext"] is True
+        send({"jsonrpc": "2.0", "id": 2, "method": "session/new",
+              "params": {"cwd": str(workspace), "mcpServers": []}})
+        sid = answer_to(2)["result"]["sessionId"]
+        send({"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": {
+            "sessionId": sid, "prompt": [
+                {"type": "text", "text": "look"},
+                {"type": "resource", "resource": {"uri": "file:///x/y.py", "text": "X = 1\n"}}]}})
+        assert answer_to(3)["result"] == {"stopReason": "end_turn"}
+    finally:
+        rest, err = proc.communicate(timeout=120)  # (closes stdin: the client is done)
+    for line in rest.splitlines():
+        assert json.loads(line)["jsonrpc"] == "2.0"
+    assert b"stray" in err  # it went to stderr instead
+    results = [m["params"]["update"] for m in seen if m.get("method") == "session/update"
+               and m["params"]["update"].get("status") == "completed"]
+    assert results and "noisy:t" in json.dumps(results)
+    [asked] = [r["text"] for r in log_records(tmp_path / "s.jsonl") if r["type"] == "user_message"]
+    assert asked == 'look\n\n<resource uri="file:///x/y.py">\nX = 1\n</resource>'
