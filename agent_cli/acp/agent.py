@@ -60,6 +60,8 @@ class Agent:
         self.live: Live | None = None
         self.closed_ids: set[str] = set()
         self._jobs: queue.Queue[Message | None] = queue.Queue()
+        self.end_reason = "exit"
+        self._stopping = False
 
     # -- the reader thread -------------------------------------------------------------------
 
@@ -102,19 +104,28 @@ class Agent:
         try:
             while True:
                 msg = self._jobs.get()
-                if msg is None:
+                if msg is None or (self._stopping and msg.method == "session/prompt"):
                     break
                 handler = {"session/new": self.new_session, "session/load": self.load_session,
                            "session/prompt": self.prompt}[msg.method]
                 self._reply(msg, handler)
         finally:
-            self._close_live("exit")
+            self._close_live(self.end_reason)
 
     def _read(self) -> None:
         try:
             self.channel.serve(self.receive)
         finally:
-            self._jobs.put(None)
+            self.stop()
+
+    def stop(self, reason: str = "exit") -> None:
+        """The client is gone (EOF) or the process is asked to end (SIGTERM, SIGHUP): the
+        running turn is cancelled, queued requests are dropped, and the session closes."""
+        self.end_reason, self._stopping = reason, True
+        live = self.live
+        if live is not None:
+            live.turns.cancel()
+        self._jobs.put(None)
 
     def _reply(self, msg: Message, handler: Callable[[dict[str, Any]], Any]) -> None:
         try:

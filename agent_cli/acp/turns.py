@@ -55,9 +55,16 @@ class Turns:
             self._answered.append(event.id)
         if self.mapper is None or not self.session_id:
             return
+        updates = self.mapper(event)
+        if not updates:
+            return
+        if threading.get_ident() != self._main:  # (a tool's worker thread: no interrupt here)
+            for update in updates:
+                self.update(update)
+            return
         self._holding += 1
         try:
-            for update in self.mapper(event):
+            for update in updates:
                 self.update(update)
         finally:
             self._holding -= 1

@@ -35,6 +35,7 @@ def acp(common: Common) -> None:
 
 
 def serve(common: Common) -> None:
+    """Speak the protocol until the client closes the stream or a SIGTERM/SIGHUP ends it."""
     from agent_cli.acp.agent import Agent, Options
     from agent_cli.acp.wire import Channel
 
@@ -48,8 +49,23 @@ def serve(common: Common) -> None:
     channel = Channel(proto_in, proto_out)
     agent = Agent(channel, Options(settings=common.settings, workspace=common.workspace,
                                    tools_dirs=list(common.tools_dir), log=common.log))
+    import signal
+    import threading
+
+    received: list[int] = []
+
+    def ending(signum: int, frame: object) -> None:
+        # On a thread of its own: a handler must not take the locks the main thread may hold.
+        received.append(signum)
+        name = signal.Signals(signum).name.lower()
+        threading.Thread(target=agent.stop, args=(name,), daemon=True).start()
+
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, ending)
     try:
         agent.run()
     finally:
         os.close(proto_in)
         os.close(proto_out)
+    if received:  # 143 / 129, as chat and run exit
+        raise typer.Exit(128 + received[0])

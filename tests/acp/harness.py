@@ -56,6 +56,8 @@ class Recorder:
     updates: list[dict[str, Any]] = field(default_factory=list)
     questions: list[dict[str, Any]] = field(default_factory=list)
     held: asyncio.Future[dict[str, Any]] | None = None
+    proc: Any = None
+    """The agent's process (asyncio's)."""
 
     async def request_permission(self, options: Any, session_id: str, tool_call: Any,
                                  **kwargs: Any) -> Any:
@@ -105,7 +107,8 @@ async def agent(client: Recorder, *args: str, stderr: Path, cwd: Path | None = N
         async with acp.spawn_agent_process(
                 client, sys.executable, "-m", "agent_cli", "acp", *args,
                 env=dict(os.environ), cwd=str(cwd) if cwd else None,
-                transport_kwargs={"stderr": err, "limit": 16 * 1024 * 1024}) as (conn, _proc):
+                transport_kwargs={"stderr": err, "limit": 16 * 1024 * 1024}) as (conn, proc):
+            client.proc = proc
             await conn.initialize(protocol_version=1,
                                   client_info=acp.schema.Implementation(name="test-editor",
                                                                         version="1.0"))

@@ -117,3 +117,31 @@ def test_a_cancelled_answer_denies_the_call(tmp_path: Path, workspace: Path) -> 
     assert not (workspace / "a.txt").exists()
     [approval] = [r for r in log_records(log) if r["type"] == "approval"]
     assert (approval["decision"], approval["by"]) == ("denied", "user")
+
+
+def test_sigterm_during_a_running_command_ends_it_and_closes_the_log(tmp_path: Path,
+                                                                   workspace: Path) -> None:
+    """The editor ending the agent (SIGTERM) takes the cancel path: the command's processes end,
+    the log is closed with its session_end, the process exits."""
+    marker = f"{secrets.randbelow(10**6) + 10**6}.25"
+    play = script(tmp_path / "script.json", [command_call("c1", ["sleep", marker])])
+    log = tmp_path / "session.jsonl"
+    client = Recorder(policy="allow")
+
+    async def scenario() -> int:
+        async with agent(client, "--script", str(play), "--log", str(log),
+                         stderr=tmp_path / "stderr.txt") as conn:
+            new = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+            turn = asyncio.create_task(conn.prompt(
+                session_id=new.session_id, prompt=[{"type": "text", "text": "wait"}]))
+            await until(lambda: _processes_with(marker), "the command to start")
+            client.proc.terminate()
+            code = await asyncio.wait_for(client.proc.wait(), 120)
+            await until(lambda: not _processes_with(marker), "the command's processes to end")
+            turn.cancel()  # (never answered: the agent ended first)
+            return int(code)
+
+    assert asyncio.run(scenario()) == 143
+    records = log_records(log)
+    assert records[-1]["type"] == "session_end" and records[-1]["reason"] == "sigterm"
+    assert [r["id"] for r in records if r["type"] == "tool_result"] == ["c1"]
