@@ -180,7 +180,7 @@ class Agent:
         live = Live(session_id or session.log_path.name.removesuffix(".jsonl"), session, turns)
         turns.session_id = live.id
         turns.mapper = EventMapper(lambda name: _effect_of(session, name),
-                                   str(session.workspace))
+                                   str(session.workspace), session.log.redactor.text)
         self.live = live
         try:
             session.start()

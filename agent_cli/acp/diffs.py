@@ -9,6 +9,7 @@ is left to the result text, which says what ran.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 from agent_cli import events as ev
@@ -17,8 +18,10 @@ MAX_SIDE = 512 * 1024
 MAX_FILES = 20
 
 
-def diff_blocks(event: ev.Effects) -> list[dict[str, Any]]:
-    """One {type: "diff", path, oldText, newText} per changed text file of the record."""
+def diff_blocks(event: ev.Effects, redact: Callable[[str], str]) -> list[dict[str, Any]]:
+    """One {type: "diff", path, oldText, newText} per changed text file of the record, each
+    side through `redact` (the log's redactor): a file the model never saw whole (a command
+    changed it) must not carry a secret out unredacted."""
     from agent_cli.undo.store import Store, StoreError
 
     store = Store()
@@ -32,7 +35,8 @@ def diff_blocks(event: ev.Effects) -> list[dict[str, Any]]:
         except (StoreError, OSError, UnicodeDecodeError, _NotText):
             continue
         out.append({"type": "diff", "path": os.path.join(event.workspace, change.path),
-                    "oldText": old, "newText": new if new is not None else ""})
+                    "oldText": None if old is None else redact(old),
+                    "newText": "" if new is None else redact(new)})
     return out
 
 

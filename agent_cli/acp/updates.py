@@ -7,6 +7,7 @@ output is the `tool_result` content the model saw (redacted like the log), never
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from agent_cli import events as ev
@@ -78,11 +79,14 @@ def say(message: str) -> dict[str, Any]:
 class EventMapper:
     """Turns the engine's events into session/update payloads, one call's state at a time.
     `effect_of(name)` answers a tool's effect class (None for a name no tool has); `workspace`
-    makes a diff's path absolute, as ACP wants it."""
+    makes a diff's path absolute, as ACP wants it; `redact` is the log's redactor, for what
+    only the client sees (a diff's text)."""
 
-    def __init__(self, effect_of: Any, workspace: str) -> None:
+    def __init__(self, effect_of: Any, workspace: str,
+                 redact: Callable[[str], str] = lambda s: s) -> None:
         self.effect_of = effect_of
         self.workspace = workspace
+        self.redact = redact
         self._diffs: dict[str, list[dict[str, Any]]] = {}
 
     def __call__(self, event: ev.AnyEvent) -> list[dict[str, Any]]:
@@ -107,7 +111,7 @@ class EventMapper:
         if isinstance(event, ev.Effects):
             from agent_cli.acp.diffs import diff_blocks
 
-            self._diffs[event.id] = diff_blocks(event)
+            self._diffs[event.id] = diff_blocks(event, self.redact)
             return []
         if isinstance(event, ev.ToolResultEvent):
             content = [text_content(event.content), *self._diffs.pop(event.id, [])]

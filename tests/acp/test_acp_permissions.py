@@ -62,3 +62,29 @@ def test_rejected_write_is_not_run(tmp_path: Path, workspace: Path) -> None:
     assert (approval["decision"], approval["by"]) == ("denied", "user")
     assert [u.get("status") for u in client.updates if u.get("toolCallId") == "w1"] == [
         "pending", "failed", "failed"]
+
+
+def test_a_commands_diff_reaches_the_editor_redacted(tmp_path: Path, workspace: Path) -> None:
+    """A file a command wrote is in the diff, but a secret in it is redacted as in the log: the
+    model never saw the file whole, and the stream to the editor is a record too."""
+    from tests.acp.harness import command_call
+
+    secret = "sk-ant-api03-" + "Q" * 40
+    replies = [command_call("c1", ["sh", "-c", f"printf 'key {secret}\\n' > made.txt"]),
+               text("made")]
+    play = script(tmp_path / "script.json", replies)
+    client = Recorder(policy="allow")
+
+    async def scenario() -> None:
+        async with agent(client, "--script", str(play), stderr=tmp_path / "e.txt") as conn:
+            new = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+            await conn.prompt(session_id=new.session_id,
+                              prompt=[{"type": "text", "text": "make it"}])
+
+    asyncio.run(scenario())
+    assert secret in (workspace / "made.txt").read_text()
+    done = next(u for u in client.updates if u.get("toolCallId") == "c1"
+                and u.get("status") == "completed")
+    [diff] = [c for c in done["content"] if c["type"] == "diff"]
+    assert diff["path"] == str(workspace / "made.txt")
+    assert "[REDACTED:anthropic]" in diff["newText"] and secret not in str(done)
