@@ -29,6 +29,11 @@ if TYPE_CHECKING:
     from agent_cli.session import Session
 
 PROTOCOL_VERSION = 1
+MODES = [{"id": "normal", "name": "Ask before each write",
+          "description": "Write tools are offered; each write call asks for your yes."},
+         {"id": "read-only", "name": "Read-only",
+          "description": "Only read tools are offered; every write call is refused."}]
+"""The session's modes (the REPL's /mode): session/set_mode switches them."""
 
 
 @dataclass
@@ -74,7 +79,8 @@ class Agent:
             live = self.live
             if live is not None and msg.params.get("sessionId") == live.id:
                 live.turns.cancel()
-        elif msg.method in ("session/new", "session/load", "session/prompt"):
+        elif msg.method in ("session/new", "session/load", "session/prompt",
+                            "session/set_mode"):
             self._jobs.put(msg)
         elif msg.id is not None:
             self.channel.fail(msg.id, RpcError(wire.METHOD_NOT_FOUND,
@@ -107,7 +113,8 @@ class Agent:
                 if msg is None or (self._stopping and msg.method == "session/prompt"):
                     break
                 handler = {"session/new": self.new_session, "session/load": self.load_session,
-                           "session/prompt": self.prompt}[msg.method]
+                           "session/prompt": self.prompt,
+                           "session/set_mode": self.set_mode}[msg.method]
                 self._reply(msg, handler)
         finally:
             self._close_live(self.end_reason)
@@ -149,9 +156,9 @@ class Agent:
 
     def new_session(self, params: dict[str, Any]) -> dict[str, Any]:
         live = self._open(params, history=None, continues=None, session_id=None)
-        return {"sessionId": live.id}
+        return {"sessionId": live.id, "modes": _modes(live.session)}
 
-    def load_session(self, params: dict[str, Any]) -> None:
+    def load_session(self, params: dict[str, Any]) -> dict[str, Any]:
         from agent_cli.acp.resume import load
 
         wanted = params.get("sessionId")
@@ -164,7 +171,16 @@ class Agent:
 
         for update in replay_updates(loaded.history):
             live.turns.update(update)
-        return None
+        return {"modes": _modes(live.session)}
+
+    def set_mode(self, params: dict[str, Any]) -> dict[str, Any]:
+        live = self._live(params.get("sessionId"))
+        mode = params.get("modeId")
+        if mode not in ("normal", "read-only"):
+            raise RpcError(wire.INVALID_PARAMS, f"no mode {mode!s}: normal or read-only")
+        live.session.set_read_only(mode == "read-only")
+        live.turns.update({"sessionUpdate": "current_mode_update", "currentModeId": mode})
+        return {}
 
     def _open(self, params: dict[str, Any], *, history: list[dict[str, Any]] | None,
               continues: str | None, session_id: str | None,
@@ -200,13 +216,16 @@ class Agent:
         self.closed_ids.add(live.id)
         live.session.close(reason)
 
-    def prompt(self, params: dict[str, Any]) -> dict[str, Any]:
+    def _live(self, sid: Any) -> Live:
         live = self.live
-        sid = params.get("sessionId")
         if live is None or sid != live.id:
             why = ("it was closed when another session was opened; session/load it to go on"
                    if sid in self.closed_ids else "no session of that id is open")
             raise RpcError(wire.INVALID_PARAMS, f"session {sid!s}: {why}.")
+        return live
+
+    def prompt(self, params: dict[str, Any]) -> dict[str, Any]:
+        live = self._live(params.get("sessionId"))
         try:
             text = prompt_text(params.get("prompt"))
         except PromptError as e:
@@ -227,6 +246,11 @@ class Agent:
         if result.reason in SAID_REASONS and result.message:
             live.turns.update(say(result.message))
         return {"stopReason": stop_reason(result.reason)}
+
+
+def _modes(session: Session) -> dict[str, Any]:
+    return {"currentModeId": "read-only" if session.read_only else "normal",
+            "availableModes": [dict(m) for m in MODES]}
 
 
 def _effect_of(session: Session, name: str) -> str | None:

@@ -88,3 +88,26 @@ def test_a_commands_diff_reaches_the_editor_redacted(tmp_path: Path, workspace: 
     [diff] = [c for c in done["content"] if c["type"] == "diff"]
     assert diff["path"] == str(workspace / "made.txt")
     assert "[REDACTED:anthropic]" in diff["newText"] and secret not in str(done)
+
+
+def test_read_only_mode_refuses_writes_without_asking(tmp_path: Path, workspace: Path) -> None:
+    play = script(tmp_path / "script.json", [write_call("w1", "x.txt", "x"), text("ok")])
+    log = tmp_path / "s.jsonl"
+    client = Recorder(policy="allow")
+
+    async def scenario() -> None:
+        async with agent(client, "--script", str(play), "--log", str(log),
+                         stderr=tmp_path / "e.txt") as conn:
+            new = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+            assert new.modes is not None and new.modes.current_mode_id == "normal"
+            assert [m.id for m in new.modes.available_modes] == ["normal", "read-only"]
+            await conn.set_session_mode(session_id=new.session_id, mode_id="read-only")
+            await conn.prompt(session_id=new.session_id,
+                              prompt=[{"type": "text", "text": "write"}])
+
+    asyncio.run(scenario())
+    assert client.questions == [] and not (workspace / "x.txt").exists()
+    assert {"sessionUpdate": "current_mode_update", "currentModeId": "read-only"} in \
+        client.updates
+    [approval] = [r for r in log_records(log) if r["type"] == "approval"]
+    assert (approval["decision"], approval["by"]) == ("denied", "policy")
