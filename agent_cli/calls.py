@@ -93,6 +93,8 @@ class Approved:
     id: str
     args_hash: str
     by: DecidedBy = "user"
+    via: str | None = None
+    """Who answered for the user when it was not this terminal (an editor: "acp:zed")."""
 
     @property
     def reason(self) -> None:
@@ -106,6 +108,8 @@ class Denied:
     id: str
     reason: str | None = None
     by: DecidedBy = "user"
+    via: str | None = None
+    """Who answered for the user when it was not this terminal (an editor: "acp:zed")."""
     stop_turn: bool = False
     """The person answered `q`, Esc or Ctrl-C: deny this call and every remaining call of the
     reply and end the turn (each call still gets its tool_result)."""
@@ -119,7 +123,8 @@ def approval_event(call: Call, decision: Decision) -> ev.Approval:
     reader does to the event can change the call)."""
     return ev.Approval(id=call.id, name=call.name, effect=call.effect,
                        decision="approved" if isinstance(decision, Approved) else "denied",
-                       by=decision.by, args_hash=call.args_hash, reason=decision.reason,
+                       by=decision.by, via=decision.via, args_hash=call.args_hash,
+                       reason=decision.reason,
                        args=call.shown_args(), preview=call.preview,
                        panel_extra=dict(call.panel_extra))
 

@@ -8,9 +8,12 @@ says what happened.
 from __future__ import annotations
 
 import time
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter
+
+if TYPE_CHECKING:  # (a type only: calls.py builds on this module)
+    from agent_cli.calls import Call
 
 LOG_FORMAT_VERSION = 1
 
@@ -127,6 +130,9 @@ class Approval(EventBase):
     """`read` or `write`."""
     decision: Literal["approved", "denied"]
     by: DecidedBy
+    via: str | None = None
+    """For a person's decision given through another front end than this terminal: which (an
+    editor over the Agent Client Protocol: "acp:<client name>"). None at the terminal."""
     args_hash: str
     """Keyed hash of the exact arguments shown (and run, when approved)."""
     reason: str | None = None
@@ -345,7 +351,19 @@ class ToolOutputDelta:
         self.text = text
 
 
-AnyEvent = Event | TextDelta | ToolOutputDelta
+class ApprovalNeeded:
+    """A call waits for a person's yes or no: the exact `calls.Call` the panel shows (arguments,
+    preview, panel rows). Transient: a front end draws it and answers with `Session.answer`; the
+    `approval` record that follows is what the log keeps."""
+
+    __slots__ = ("call",)
+    type = "approval_needed"
+
+    def __init__(self, call: Call) -> None:
+        self.call = call
+
+
+AnyEvent = Event | TextDelta | ToolOutputDelta | ApprovalNeeded
 
 
 def parse_event(line: str | bytes) -> Event:

@@ -10,22 +10,27 @@ Invariants kept here:
   conversation.close_dangling, in the one place a turn stop is caught (`run_turn`);
 - what runs is the validated, frozen call that was shown; its hash is checked again just before
   it runs;
-- the loop is bounded: model requests per turn, per-tool timeouts, output caps, repeated failures.
+- the loop is bounded: model requests per turn, per-tool timeouts, output caps, repeated failures;
+- a cancel is a value: the turn's token (agent_cli/cancel.py) is looked at where the turn waits
+  (the model's reply, a running tool, an approval question), and a wait ends the moment it is
+  cancelled. No exception from a signal ever lands in here: the front end that owns the
+  terminal turns Ctrl-C, Esc, SIGTERM and SIGHUP into `Session.cancel`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_cli import events as ev
 from agent_cli.approval import Gate
+from agent_cli.cancel import CancelToken, LinkedEvent
 from agent_cli.conversation import (
     NOT_RUN_INTERRUPTED,
-    ToolResultBlock,
-    ToolUseBlock,
+    History,
     add_user_text,
     close_dangling,
     tool_uses,
@@ -40,10 +45,14 @@ from agent_cli.tool_calls import (
     Emit,
     FailureTracker,
     Limits,
-    _ReplyState,
 )
+from agent_cli.tools.paths import protected_roots
 from agent_cli.tools.registry import Registry
+from agent_cli.turn import Turn
 from agent_cli.write_faults import LogUnwritable
+
+if TYPE_CHECKING:
+    from agent_cli.sandbox.policy import Sandbox
 
 NOT_RUN_NO_LOG = "not run: the session log could not be written, so nothing new may run"
 """The result of a call that did not run because its record could not be written first."""
@@ -62,28 +71,17 @@ class TurnResult:
     """The sentence for the user when the turn stopped short of an answer."""
 
 
-@dataclass
-class _Turn:
-    """What one user turn has gathered so far (kept outside `_turn` so a stop sees it)."""
-
-    text: str = ""
-    usage: dict[str, int] = field(default_factory=dict)
-    during: str = "turn"
-    """What is running, for the message of a Ctrl-C: model, tool or turn (between steps)."""
-
-
-RequestHook = Callable[[list[dict[str, Any]], "str | None"],
-                       tuple[list[dict[str, Any]], "str | None"]]
+RequestHook = Callable[[History, "str | None"], tuple[History, "str | None"]]
 """(messages, system) -> what is sent instead, applied in order before each model request (the
 MCP sync, the context budget, project instructions); the history and the log are not changed."""
 
 
-class Loop(CallRunner):
+class Loop:
     """Drives one conversation: each user turn sends the history to the provider, turns every
-    tool_use of the reply into exactly one tool_result (tool_calls.CallRunner) and asks again,
+    tool_use of the reply into exactly one tool_result (`tool_calls.CallRunner`) and asks again,
     until the model answers or a stop (errors.TurnStop) ends the turn. It owns no history: the
-    caller's list is appended to, so a session, a test or eval keep the conversation."""
-
+    caller's list is appended to, so a session, a test or eval keep the conversation. Every
+    collaborator is given at construction; what belongs to one turn is its `turn.Turn`."""
 
     def __init__(
         self,
@@ -96,62 +94,56 @@ class Loop(CallRunner):
         limits: Limits | None = None,
         system: str | None = None,
         hooks: Sequence[RequestHook] = (),
+        sandbox: Sandbox | None = None,
+        effects: EffectRecorder | None = None,
+        redactor: Redactor | None = None,
+        cost: Callable[[], float | None] | None = None,
+        tool_choice: str = "auto",
+        tool_choice_after_call: str = "auto",
+        protected: Callable[[], dict[Path, str]] = protected_roots,
     ) -> None:
         self.provider = provider
-        self.registry = registry
-        self.gate = gate
         self.emit = emit
-        self.workspace = workspace
         self.limits = limits or Limits()
         self.system = system
-        self._proposed: set[str] = set()
-        self._reply = _ReplyState()
         self.hooks = tuple(hooks)
         """Shape what is sent (see RequestHook), given at construction: nothing rewires them."""
-        self._answers: dict[str, ToolResultBlock] = {}
-        """Results given so far to the calls of the current reply, by id, in order."""
-        self.sandbox: Any = None
-        """The session's agent_cli.sandbox.Sandbox: handed to tools, recorded per call."""
-        self.effects: EffectRecorder | None = None
-        """Snapshots around approved write calls for undo; None records nothing."""
-        self.tool_choice = "auto"
+        self.calls = CallRunner(registry=registry, gate=gate, emit=emit, workspace=workspace,
+                                limits=self.limits, redactor=redactor or default_redactor(),
+                                sandbox=sandbox, effects=effects, protected=protected)
+        """The calls of a reply (tool_calls.py), with the same collaborators."""
+        self.tool_choice = tool_choice
         """auto | any | none | a tool name (providers translate it). A forced one (any, a name)
         is sent with the first request of a turn, then auto (see `tool_choice_after_call`)."""
-        self.tool_choice_after_call = "auto"
+        self.tool_choice_after_call = tool_choice_after_call
         """auto: a forced choice returns to auto after the first request of a turn; keep: every
         request carries it."""
-        self._choice_sent = "auto"
-        """The choice of the request whose reply is being answered (calls outside it are
-        refused: tool_calls.CallRunner._outside_choice)."""
-        self._requests_in_turn = 0
-        self.cost: Callable[[], float | None] | None = None
+        self.cost = cost
         """Dollars spent so far in the session, for `limits.max_cost_usd` (the usage meter)."""
-        self.tool_calls = 0
+
+    @property
+    def registry(self) -> Registry:
+        return self.calls.registry
+
+    @property
+    def tool_calls(self) -> int:
         """Tool calls the model made in this session, for `limits.max_tool_calls`."""
-        self._repeat_note: str | None = None
-        """Appended to the next successful result: the model repeated one call (see _run_calls)."""
-        self.redactor: Redactor = default_redactor()
-        """Hides secrets from the model in results (the session sets the log's, with config
-        redact_patterns)."""
+        return self.calls.tool_calls
 
     # -- a user turn -------------------------------------------------------------------------
 
-    def run_turn(self, history: list[dict[str, Any]], text: str) -> TurnResult:
-        """One user turn: `text` joins `history`, and the turn runs until the model answers or
-        a stop ends it. Every stop is caught here, once: the calls still waiting are answered,
-        the stop is recorded, and its sentence is returned."""
+    def run_turn(self, history: History, text: str,
+                 token: CancelToken | None = None) -> TurnResult:
+        """One user turn: `text` joins `history`, and the turn runs until the model answers, a
+        stop ends it, or `token` is cancelled. Every stop is caught here, once: the calls still
+        waiting are answered, the stop is recorded, and its sentence is returned."""
+        turn = Turn(token=token or CancelToken())
         self.emit(ev.UserMessage(text=text))
         add_user_text(history, text)
-        turn = _Turn()
-        self._answers = {}
         try:
-            try:
-                reason = self._turn(history, turn)
-            except KeyboardInterrupt:
-                # Ctrl-C anywhere in the turn; what the loop was doing says what was not done.
-                raise UserInterrupted(INTERRUPTED[turn.during], during=turn.during) from None
+            reason = self._turn(history, turn)
         except TurnStop as stop:
-            self._close(history, NOT_RUN_NO_LOG if isinstance(stop, LogUnwritable)
+            self._close(history, turn, NOT_RUN_NO_LOG if isinstance(stop, LogUnwritable)
                         else NOT_RUN_INTERRUPTED)
             if isinstance(stop, UserInterrupted):
                 self.emit(ev.Interrupt(during=stop.during))
@@ -164,19 +156,19 @@ class Loop(CallRunner):
                              shown=stop.notice is not None)
         return self._end(reason, turn.text, turn.usage)
 
-    def _turn(self, history: list[dict[str, Any]], turn: _Turn) -> str:
+    def _turn(self, history: History, turn: Turn) -> str:
         """Requests and calls until the model answers; returns its stop reason. Anything that
         ends the turn short of an answer raises a TurnStop."""
         failures = FailureTracker(self.limits.repeat_failures)
-        self._requests_in_turn = 0
         for _request in range(self.limits.max_turns):
+            self._check(turn)
             spent = self.budget_spent()
             if spent is not None:
                 raise TurnLimitReached(spent, reason="budget", notice="budget")
             turn.during = "model"
-            reply = self._reply_to(history)
+            reply = self._reply_to(history, turn)
             turn.during = "turn"
-            self._proposed.clear()  # ids are unique within a reply, not across replies
+            turn.proposed.clear()  # ids are unique within a reply, not across replies
             _add_usage(turn.usage, reply.usage)
             try:
                 self.emit(ev.ModelReply(content=reply.content, stop_reason=reply.stop_reason,
@@ -200,25 +192,34 @@ class Loop(CallRunner):
                                            reason=stop, notice=stop)
                 return stop
             if reply.stop_reason == "max_tokens":
-                self._close(history, "not run: the reply was cut off at the max_tokens limit "
-                            "while this call was being written, so its input may be incomplete")
+                self._close(history, turn, "not run: the reply was cut off at the max_tokens "
+                            "limit while this call was being written, so its input may be "
+                            "incomplete")
                 raise TurnLimitReached("The model hit its output limit (max_tokens) in the middle "
                                        "of a tool call; that call was not run. Ask it to continue "
                                        "in smaller steps.", reason="max_tokens")
+            self._check(turn)
             turn.during = "tool"
-            self._run_calls(uses, failures)
+            self.calls.run_calls(turn, uses, failures)
             turn.during = "turn"
-            self._close(history, NOT_RUN_INTERRUPTED)
-            self._after_reply(failures)
+            self._close(history, turn, NOT_RUN_INTERRUPTED)
+            self._after_reply(turn, failures)
         raise TurnLimitReached(f"Stopped after {self.limits.max_turns} model requests in this "
                                "turn (--max-turns). Send a message to let it continue.",
                                reason="max_turns")
 
-    def _reply_to(self, history: list[dict[str, Any]]) -> ModelResponse:
+    @staticmethod
+    def _check(turn: Turn) -> None:
+        """Between steps: a cancel that came meanwhile ends the turn here."""
+        if turn.token.cancelled:
+            raise UserInterrupted(INTERRUPTED[turn.during if turn.during in INTERRUPTED
+                                              else "turn"], during=turn.during)
+
+    def _reply_to(self, history: History, turn: Turn) -> ModelResponse:
         """The model's reply, checked before anything in it is believed: a failed request or a
         malformed reply is a ModelFailed, and nothing from it runs."""
         try:
-            reply = self._ask_model(history)
+            reply = self._ask_model(history, turn)
         except ProviderError as e:
             raise ModelFailed(str(e), kind=e.kind) from e
         except TurnStop:
@@ -234,15 +235,16 @@ class Loop(CallRunner):
         _fix_ids(reply.content)
         return reply
 
-    def _after_reply(self, failures: FailureTracker) -> None:
+    def _after_reply(self, turn: Turn, failures: FailureTracker) -> None:
         """Once every call of a reply is answered: the stops the person or the limits asked for."""
-        if self._reply.held:
+        held = turn.reply.held
+        if held:
             self.emit(ev.Notice(kind="panel_limit", message=(
-                f"{self._reply.held} more call{'s' if self._reply.held != 1 else ''} in this "
-                f"reply {'were' if self._reply.held != 1 else 'was'} not run without asking: "
+                f"{held} more call{'s' if held != 1 else ''} in this "
+                f"reply {'were' if held != 1 else 'was'} not run without asking: "
                 f"after a denial a reply opens at most {self.limits.max_panels_after_denial} "
                 "panels (config max_panels_after_denial).")))
-        if self._reply.stopped:
+        if turn.reply.stopped:
             raise UserInterrupted("Stopped at the panel: that call and the rest of the reply "
                                   "were not run.", during="approval")
         if failures.tripped is not None:
@@ -256,40 +258,13 @@ class Loop(CallRunner):
             raise TurnLimitReached(self.budget_spent() or "Session budget reached.",
                                    reason="budget", notice="budget")
 
-    def _close(self, history: list[dict[str, Any]], why: str) -> None:
+    def _close(self, history: History, turn: Turn, why: str) -> None:
         """Append the results of the last reply's calls: those given so far, and `why` (logged
         as each call's result) for every call still waiting."""
         closed = [(use, call_id) for use, call_id, found
-                  in close_dangling(history, why, self._answers) if found is None]
-        self._answers = {}
-        self._log_closed(closed, why)
-
-    def _log_closed(self, closed: list[tuple[ToolUseBlock, str]], why: str) -> None:
-        """Log the proposal and the result of each call closed without running. A Ctrl-C in a
-        sink waits until every one is logged: the log must hold one result per call too."""
-        stopped = False
-        for use, call_id in closed:
-            try:
-                self._propose(call_id, use.get("name"), use.get("input"))
-                self._emit_result(call_id, str(use.get("name")), why, True, 0.0, False)
-            except KeyboardInterrupt:
-                stopped = True
-        if stopped:
-            raise KeyboardInterrupt
-
-    def settle_interrupted(self, history: list[dict[str, Any]],
-                           answered: Iterable[str] = ()) -> None:
-        """A Ctrl-C that escaped `run_turn` (it landed after the loop's own handler, say while a
-        sink rendered the turn's end): answer every call the model is still waiting on and
-        record the interrupt, so the next request stays valid and the log says what happened.
-        `answered`: ids whose result is already in the log (they are not logged twice)."""
-        logged = set(answered)
-        closed = [(use, call_id) for use, call_id, _found
-                  in close_dangling(history, NOT_RUN_INTERRUPTED) if call_id not in logged]
-        self._answers = {}
-        self._log_closed(closed, NOT_RUN_INTERRUPTED)
-        self.emit(ev.Interrupt(during="turn"))
-        self.emit(ev.TurnEnd(reason="interrupted", message="Interrupted; back at the prompt."))
+                  in close_dangling(history, why, turn.answers) if found is None]
+        turn.answers = {}
+        self.calls.close_unanswered(turn, closed, why)
 
     def _end(self, reason: str, text: str, usage: dict[str, int],
              message: str | None = None, *, shown: bool = False) -> TurnResult:
@@ -313,27 +288,33 @@ class Loop(CallRunner):
                     "--max-cost-usd, to go on.")
         return None
 
-    def _ask_model(self, history: list[dict[str, Any]]) -> ModelResponse:
+    def _ask_model(self, history: History, turn: Turn) -> ModelResponse:
         messages, system = history, self.system
         for hook in self.hooks:
             messages, system = hook(messages, system)
-        self._choice_sent = self._choice_now()
-        self._requests_in_turn += 1
+        turn.choice_sent = self._choice_now(turn)
+        turn.requests += 1
         request = ModelRequest(
             messages=messages,
             tools=self.registry.specs(),
             system=system,
             max_tokens=self.limits.max_tokens,
             model=self.provider.model,
-            tool_choice=self._choice_sent,
+            tool_choice=turn.choice_sent,
         )
-        return self.provider.complete(
+        return _cancellable(turn.token, lambda: self.provider.complete(
             request,
-            lambda t: self.emit(ev.TextDelta(t)),
-            lambda m: self.emit(ev.Notice(message=m, kind="retry")),
-        )
+            lambda t: self._live(turn, ev.TextDelta(t)),
+            lambda m: self._live(turn, ev.Notice(message=m, kind="retry")),
+        ))
 
-    def _choice_now(self) -> str:
+    def _live(self, turn: Turn, event: ev.AnyEvent) -> None:
+        """What the provider reports while it streams (text, a retry's notice); nothing once
+        the turn was cancelled: the reply is abandoned and its stream is no longer news."""
+        if not turn.token.cancelled:
+            self.emit(event)
+
+    def _choice_now(self, turn: Turn) -> str:
         """The tool choice of the next request. A forced choice makes the model call a tool
         whatever it has learnt; sent on every request, the model could never answer (an API that
         obeys it makes the turn end on the repeat or max_turns limit), so after the first
@@ -341,7 +322,32 @@ class Loop(CallRunner):
         choice = self.tool_choice
         if choice in ("auto", "none") or self.tool_choice_after_call == "keep":
             return choice
-        return choice if self._requests_in_turn == 0 else "auto"
+        return choice if turn.requests == 0 else "auto"
+
+
+def _cancellable(token: CancelToken, request: Callable[[], ModelResponse]) -> ModelResponse:
+    """Run a model request (its stream, its retries and their pauses) so that a cancel ends the
+    wait at once: the request runs on a thread of its own, and on cancel it is abandoned (its
+    callbacks go quiet, `Loop._live`) while the turn stops with "interrupted"."""
+    done = LinkedEvent()
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["reply"] = request()
+        except BaseException as e:
+            box["error"] = e
+        finally:
+            done.set()
+
+    threading.Thread(target=target, name="agent-cli-model", daemon=True).start()
+    # A cancel while the request ran stops the turn, also when its reply came in meanwhile.
+    if not token.wait(done) or token.cancelled:
+        raise UserInterrupted(INTERRUPTED["model"], during="model")
+    if "error" in box:
+        raise box["error"]
+    reply: ModelResponse = box["reply"]
+    return reply
 
 
 STOP_NOTICES = {

@@ -1,29 +1,44 @@
-"""A session: one conversation, its tools, its log, and the loop that drives it.
+"""A session: one conversation, its tools, its log, and the loop that drives it, as a service.
 
-The CLI builds a Session from settings and hands it a UI (event sinks and an approver); tests
-build one directly with a scripted provider. Nothing here knows about the terminal.
+The turn protocol: a front end sends commands, from any thread, and renders the events that
+come out of its sink.
+- `prompt(text)` starts a turn on a thread of its own and returns its `TurnHandle`; `send(text)`
+  runs one on the caller's thread and returns its `TurnResult`;
+- `answer(call_id, decision)` decides a call that waits (announced by `ApprovalNeeded`);
+- `cancel(reason)` ends the running turn: its wait ends at once, a running command's process
+  group is ended, a question that waits is answered no, and every call still waiting gets its
+  "interrupted" result from the engine itself;
+- `set_mode(read_only=...)` switches read-only mode.
+The REPL, `run`, eval, replay's rerun and the ACP server are such front ends; nothing here knows
+a terminal. What belongs to the session (its sandbox, the state it protects, its sinks) is held
+here, so two sessions in one process keep apart.
 """
 
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent_cli import __version__
 from agent_cli import events as ev
-from agent_cli.approval import Approver, Gate
+from agent_cli.approval import Gate
+from agent_cli.calls import Decision
+from agent_cli.cancel import CancelToken
 from agent_cli.config import Settings
 from agent_cli.context import CompactResult, ContextBudget
 from agent_cli.errors import UsageError
 from agent_cli.log.writer import SessionLog
-from agent_cli.loop import Limits, Loop, RequestHook, TurnResult
+from agent_cli.loop import Loop, RequestHook, TurnResult
 from agent_cli.providers.base import Provider
-from agent_cli.sandbox.policy import Sandbox, install
+from agent_cli.sandbox.policy import Sandbox, scope
+from agent_cli.session_parts import default_log_path, limits_of, make_provider, make_redactor
 from agent_cli.tools.loader import LoadReport, load_tools
 from agent_cli.tools.registry import Registry
-from agent_cli.tools.scope import READ_ONLY_REASON, ScopedRegistry
+from agent_cli.tools.scope import READ_ONLY_REASON, Scope, ScopedRegistry
+from agent_cli.turn import Answerer, Answers, TurnHandle
 from agent_cli.usage import UsageMeter
 from agent_cli.write_faults import LogUnwritable
 
@@ -31,56 +46,9 @@ if TYPE_CHECKING:
     from agent_cli.instructions import Instruction
     from agent_cli.skills import SkillSet
     from agent_cli.tools.mcp.hub import MCPHub
-    from agent_cli.tools.scope import Scope
     from agent_cli.undo.recorder import WorkspaceRecorder
 
 Sink = Callable[[ev.AnyEvent], None]
-
-
-def make_provider(settings: Settings) -> Provider:
-    """The provider named in settings; SDKs are imported only by the one chosen."""
-    if settings.provider == "scripted":
-        if not settings.script:
-            raise UsageError(
-                "The scripted provider needs --script FILE (a JSON array of replies), e.g. "
-                "--script examples/demo_script.json."
-            )
-        from agent_cli.providers.scripted import ScriptedProvider
-
-        return ScriptedProvider.from_file(Path(settings.script), model=settings.model)
-    if settings.provider == "openai":
-        if settings.model == Settings.model_fields["model"].default:
-            raise UsageError(
-                "--provider openai needs a model the server knows: add --model NAME (for "
-                "example --model gpt-4o, or a local model such as qwen2.5-coder for Ollama)."
-            )
-        from agent_cli.providers.openai_compat import OpenAIProvider
-
-        return OpenAIProvider(settings.model, api_key=settings.api_key,
-                              base_url=settings.base_url, max_retries=settings.retries,
-                              retry_cap_s=settings.retry_cap_s,
-                              strict=settings.strict_tools)
-    from agent_cli.providers.anthropic import AnthropicProvider
-
-    return AnthropicProvider(settings.model, api_key=settings.api_key, base_url=settings.base_url,
-                             max_retries=settings.retries, retry_cap_s=settings.retry_cap_s,
-                             prompt_cache=settings.prompt_cache, strict=settings.strict_tools)
-
-
-def default_log_path(settings: Settings) -> Path:
-    from agent_cli.log.store import new_log_path
-
-    return new_log_path(settings)
-
-
-def limits_of(settings: Settings) -> Limits:
-    return Limits(max_turns=settings.max_turns, max_tokens=settings.max_tokens,
-                  tool_timeout_s=settings.tool_timeout_s, output_cap=settings.output_cap,
-                  repeat_failures=settings.repeat_failures,
-                  max_panels_after_denial=settings.max_panels_after_denial,
-                  max_read_bytes=settings.max_read_bytes,
-                  max_tool_calls=settings.max_tool_calls, max_cost_usd=settings.max_cost_usd,
-                  redact_results=settings.redact_results)
 
 
 def session_scope(settings: Settings, registry: Registry, extra: Scope | None = None
@@ -104,24 +72,18 @@ def load_registry(settings: Settings, tools_dirs: Iterable[Path] = ()) -> tuple[
     return load_tools(folders, pins=PluginPins())
 
 
-def make_redactor(settings: Settings) -> Any:
-    from agent_cli.errors import ConfigError
-    from agent_cli.redact import Redactor
-
-    try:
-        return Redactor.from_config(list(settings.redact_patterns))
-    except ValueError as e:  # a bad pattern is a config mistake: one sentence, no traceback
-        raise ConfigError(f"{e} Fix redact_patterns in your config.") from None
-
-
-def _guard_own_state(settings: Settings, log_path: Path, *, default_folder: bool) -> None:
+def _guard_own_state(settings: Settings, log_path: Path, *, default_folder: bool
+                     ) -> dict[Path, str]:
     """Keep agent-cli's own state out of every tool's reach (tools/paths.py refuses it by real
-    path), and make its folders private (0700) before anything is written in them."""
+    path), and make its folders private (0700) before anything is written in them. Returns what
+    this session protects; the path guard refuses the union of every session's in the process
+    (a session never makes another's state reachable)."""
     from agent_cli.config import own_state
     from agent_cli.private_files import private_dir
     from agent_cli.tools.paths import protect
 
-    protect({**own_state(settings), log_path: "this session's log"})
+    own = {**own_state(settings), log_path: "this session's log"}
+    protect(own)
     from agent_cli.config import home
     from agent_cli.log.store import sessions_dir
     from agent_cli.write_faults import writing
@@ -130,6 +92,7 @@ def _guard_own_state(settings: Settings, log_path: Path, *, default_folder: bool
     for folder in (home(), sessions_dir(settings), *([log_path.parent] if default_folder else [])):
         with writing(folder, "agent-cli's folder"):
             private_dir(folder)
+    return own
 
 
 class Session:
@@ -147,8 +110,9 @@ class Session:
         settings: Settings,
         *,
         workspace: Path,
-        approver: Approver,
+        approver: Answerer | None = None,
         sinks: Iterable[Sink] = (),
+        taggers: Iterable[Sink] = (),
         tools_dirs: Iterable[Path] = (),
         scope: Scope | None = None,
         log_path: Path | None = None,
@@ -164,8 +128,8 @@ class Session:
         return cls(settings, workspace=workspace,
                    provider=provider if provider is not None else make_provider(settings),
                    registry=session_scope(settings, registry, scope), approver=approver,
-                   sinks=sinks, log_path=log_path, history=history, continues=continues,
-                   load_report=report, start_mcp=True)
+                   sinks=sinks, taggers=taggers, log_path=log_path, history=history,
+                   continues=continues, load_report=report, start_mcp=True)
 
     def __init__(
         self,
@@ -174,8 +138,9 @@ class Session:
         workspace: Path,
         provider: Provider,
         registry: Registry,
-        approver: Approver,
+        approver: Answerer | None = None,
         sinks: Iterable[Sink] = (),
+        taggers: Iterable[Sink] = (),
         log_path: Path | None = None,
         history: list[dict[str, Any]] | None = None,
         continues: str | None = None,
@@ -193,38 +158,50 @@ class Session:
             except (OSError, ValueError) as e:
                 raise UsageError(f"--debug-file {settings.debug_log}: cannot write it ({e}). "
                                  "Name a file you can write, or use --debug for stderr.") from None
-        self.registry = registry
+        # Always scoped: `set_mode` flips the scope, and the loop keeps the one registry.
+        self.registry: ScopedRegistry = registry if isinstance(registry, ScopedRegistry) \
+            else ScopedRegistry(Scope(), registry)
         self.history: list[dict[str, Any]] = history if history is not None else []
         self.log_path = log_path or default_log_path(settings)
-        _guard_own_state(settings, self.log_path, default_folder=log_path is None)
+        self.protected = _guard_own_state(settings, self.log_path,
+                                          default_folder=log_path is None)
+        """agent-cli's own state this session keeps out of its tools' reach."""
         self.log = SessionLog(self.log_path, redactor=make_redactor(settings))
         if self.log.key is not None:
-            registry.args_key = self.log.key  # args_hash is an HMAC under the log key
+            self.registry.args_key = self.log.key  # args_hash is an HMAC under the log key
         self.usage = UsageMeter(settings.prices, lambda: self.provider.model)
-        self.sinks: list[Sink] = [self.log, self.usage, *sinks]
-        self.gate = Gate(approver, settings.deny, read_only=self._read_only_reason)
+        self._emitting = threading.RLock()
+        """Events reach the sinks one at a time, in order, whichever thread emits them."""
+        self.answers = Answers(self.emit, direct=approver)
+        """The questions waiting for a person's answer (`answer` decides them). `approver`, when
+        given, is a front end that answers on the spot (scripted answers, eval, no terminal)."""
+        self.gate = Gate(self.answers, settings.deny, read_only=self._read_only_reason)
         self.skills = self._load_skills()
         self.sandbox = Sandbox.for_settings(settings, self.workspace, [self.log_path])
-        """Confinement of every process the session's tools and MCP servers start."""
+        """Confinement of every process the session's tools and MCP servers start (current in
+        each of its turns and in its MCP hub's threads: sandbox/policy.py `scope`)."""
         self._check_scope_settings()
-        # From here on, processes started through run_process (plugins) and MCP servers (which
-        # start in the background before start()) get this sandbox by default.
-        install(self.sandbox)
         self.budget = ContextBudget(settings.context_budget_chars, self.emit,
                                     budget_tokens=self._budget_tokens)
-        self.sinks.append(self.budget.observe)
         self.effects: WorkspaceRecorder | None = None
         """Records approved calls' effects for undo (config `undo`); also a sink for /undo."""
         if settings.undo:
             from agent_cli.undo.recorder import WorkspaceRecorder
 
             self.effects = WorkspaceRecorder.for_session(self.workspace, settings)
-            self.sinks.append(self.effects)
             if continues:
                 self.effects.earlier = Path(continues)
+        self.sinks: tuple[Sink, ...] = (
+            *taggers, self.log, self.usage, self.budget.observe,
+            *([self.effects] if self.effects is not None else []), *sinks)
+        """Fixed here: the taggers (which may add fields before the log writes), the log, the
+        session's own observers, then the front end's."""
         self.continues = continues
         self.load_report = load_report or LoadReport()
         self._closed = False
+        self._turn: CancelToken | None = None
+        """The running turn's token (None between turns)."""
+        self._turn_lock = threading.Lock()
         self.instructions: list[Instruction] = []
         """Project instruction files passed to the model with every request (instructions.py
         sets them after start(), so their notices follow session_start in the log)."""
@@ -233,21 +210,20 @@ class Session:
         if start_mcp:
             from agent_cli.tools.mcp.hub import start_hub
 
-            self.mcp = start_hub(settings, registry, self.emit,
-                                 session_id=self.log_path.stem, workspace=self.workspace)
+            with scope(self.sandbox):
+                self.mcp = start_hub(settings, self.registry, self.emit,
+                                     session_id=self.log_path.stem, workspace=self.workspace,
+                                     sandbox=self.sandbox)
         note = self.sandbox.model_note()
         base = self.system_prompt()
         hooks: list[RequestHook] = [self.mcp.request_hook] if self.mcp is not None else []
         hooks += [self._within_budget, self._with_instructions]
-        self.loop = Loop(provider, registry, self.gate, self.emit, workspace=self.workspace,
+        self.loop = Loop(provider, self.registry, self.gate, self.emit, workspace=self.workspace,
                          limits=limits_of(settings), system=f"{base}\n\n{note}" if note else base,
-                         hooks=hooks)
-        self.loop.tool_choice = settings.tool_choice
-        self.loop.tool_choice_after_call = settings.tool_choice_after_call
-        self.loop.redactor = self.log.redactor
-        self.loop.cost = self.usage.spent  # every model of the session, at its price
-        self.loop.sandbox = self.sandbox
-        self.loop.effects = self.effects
+                         hooks=hooks, sandbox=self.sandbox, effects=self.effects,
+                         redactor=self.log.redactor, cost=self.usage.spent,
+                         tool_choice=settings.tool_choice,
+                         tool_choice_after_call=settings.tool_choice_after_call)
 
     def _within_budget(self, messages: list[dict[str, Any]], system: str | None
                        ) -> tuple[list[dict[str, Any]], str | None]:
@@ -309,32 +285,34 @@ class Session:
 
     @property
     def read_only(self) -> bool:
-        scope = getattr(self.registry, "scope", None)
-        return bool(scope is not None and scope.read_only)
+        return self.registry.scope.read_only
 
     def _read_only_reason(self) -> str | None:
         return READ_ONLY_REASON if self.read_only else None
 
-    def set_read_only(self, on: bool) -> str:
+    def set_mode(self, *, read_only: bool) -> str:
         """`/mode read-only` and `/mode normal`: the tools offered from the next request on, and
         the gate's refusal of write calls, change together. Returns what changed (logged)."""
-        if not isinstance(self.registry, ScopedRegistry):
-            from agent_cli.tools.scope import Scope
-
-            self.registry = ScopedRegistry(Scope(), self.registry)
-            self.loop.registry = self.registry
-        self.registry.scope.read_only = on
+        self.registry.scope.read_only = read_only
         message = ("Read-only mode: only read tools are offered; write calls are refused."
-                   if on else "Normal mode: write tools are offered again; each write call "
-                   "asks for your yes.")
+                   if read_only else "Normal mode: write tools are offered again; each write "
+                   "call asks for your yes.")
         self.emit(ev.Notice(message=message, kind="mode"))
         return message
+
+    def set_read_only(self, on: bool) -> str:
+        """The same as `set_mode(read_only=on)`."""
+        return self.set_mode(read_only=on)
 
     def emit(self, event: ev.AnyEvent) -> None:
         """Every sink gets the event, the log first. When the log refuses it (LogUnwritable),
         the others still see an event the log kept in memory (it happened), never one it
         dropped (what it would start does not happen); then the refusal is raised, a turn stop
         for the loop and a sentence for everyone else."""
+        with self._emitting:
+            self._fan_out(event)
+
+    def _fan_out(self, event: ev.AnyEvent) -> None:
         refused: LogUnwritable | None = None
         for sink in self.sinks:
             if sink is self.log:
@@ -381,13 +359,66 @@ class Session:
         if self.mcp is not None:
             self.mcp.sync()
 
-    def send(self, text: str) -> TurnResult:
-        return self.loop.run_turn(self.history, text)
+    # -- the turn protocol ------------------------------------------------------------------
 
-    def settle_interrupted_turn(self, answered: Iterable[str] = ()) -> None:
-        """After a Ctrl-C that escaped `send`: every call still waiting gets its result and the
-        interrupt is logged (Loop.settle_interrupted); `answered` ids are already logged."""
-        self.loop.settle_interrupted(self.history, answered)
+    def send(self, text: str) -> TurnResult:
+        """One turn on the caller's thread, to its end (a cancel from another thread, or an
+        answer, still reaches it)."""
+        token = self._begin()
+        try:
+            with scope(self.sandbox):
+                return self.loop.run_turn(self.history, text, token)
+        finally:
+            self._finish()
+
+    def prompt(self, text: str) -> TurnHandle:
+        """Start a turn on a thread of its own and return at once; the handle's `wait` gives
+        its result. The front end meanwhile renders the events, answers `ApprovalNeeded` with
+        `answer`, and may `cancel`."""
+        token = self._begin()
+
+        def run() -> TurnResult:
+            with scope(self.sandbox):
+                return self.loop.run_turn(self.history, text, token)
+
+        handle = TurnHandle(run, self._finish)
+        handle.thread.start()
+        return handle
+
+    def answer(self, call_id: str, decision: Decision) -> bool:
+        """Decide the call `call_id` that waits for an answer (from any thread). A yes counts
+        only for the id and the arguments' hash shown; False when no such call waits."""
+        return self.answers.answer(call_id, decision)
+
+    def cancel(self, reason: str = "user") -> bool:
+        """End the running turn (from any thread, a signal handler included): True when a
+        turn was running. Its waits end at once, a running command's process group is ended,
+        a question that waits is answered no, and the engine answers every pending call."""
+        with self._turn_lock:
+            token = self._turn
+        if token is None:
+            return False
+        token.cancel(reason)
+        self.answers.cancel_all()
+        return True
+
+    @property
+    def busy(self) -> bool:
+        """A turn is running."""
+        return self._turn is not None
+
+    def _begin(self) -> CancelToken:
+        with self._turn_lock:
+            if self._turn is not None:
+                raise UsageError("A turn is already running in this session; wait for it to "
+                                 "end, or cancel it first.")
+            self._turn = CancelToken()
+            self.answers.begin_turn()
+            return self._turn
+
+    def _finish(self) -> None:
+        with self._turn_lock:
+            self._turn = None
 
     def retract_unanswered(self, text: str) -> bool:
         """Take back the user's `text` when the model never answered it (the request failed or

@@ -2,10 +2,11 @@
 
 Without this, `kill PID` or closing the terminal ended agent-cli at once: a running command was
 re-parented to init and kept running, and the log lost its tool results and `session_end`. Now
-the first such signal raises `Terminated` (a KeyboardInterrupt) in the main thread, so every path
-that already handles Ctrl-C handles it: the running command's process group and the processes
-that escaped it are ended (tools/procs.py), every pending call gets its tool_result, the turn ends
-as interrupted, and the session closes with `session_end`. The command then exits 143 (TERM) or
+the first such signal raises `Terminated` (a KeyboardInterrupt) in the main thread, where only
+the terminal front end runs (the turn has its own thread: ui/turns.py), and it takes the Ctrl-C
+path there: `Session.cancel`, so the running command's process group and the processes that
+escaped it are ended (tools/procs.py), every pending call gets its tool_result, the turn ends as
+interrupted, and the session closes with `session_end`. The command then exits 143 (TERM) or
 129 (HUP). A second signal while that happens is noted, not raised, so the log is finished.
 
 Where another thread runs beside the main one (the session built behind the first prompt,
@@ -126,24 +127,3 @@ def _detach_from_terminal() -> None:
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()
-
-
-class EndingApprover:
-    """Wraps the session's approver: once a signal arrived, nothing more is asked or approved.
-
-    A signal that lands while a panel waits is taken by the panel as "no answer" (a denial); this
-    wrapper then raises `Terminated` again, so the loop ends the turn and answers every remaining
-    call of the reply without opening another panel.
-    """
-
-    def __init__(self, inner: Any, signals: TerminationSignals) -> None:
-        self.inner = inner
-        self.signals = signals
-
-    def decide(self, request: Any) -> Any:
-        if self.signals.received is not None:
-            raise Terminated(self.signals.received)
-        decision = self.inner.decide(request)
-        if self.signals.received is not None:
-            raise Terminated(self.signals.received)
-        return decision

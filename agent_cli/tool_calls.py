@@ -1,24 +1,30 @@
 """The calls of one reply: propose -> validate -> preview -> decide -> run -> answer.
 
 Split from loop.py so each reads on its own: the loop drives turns and model requests; this module
-takes the tool_use blocks of one reply and gives each exactly one tool_result (kept in
-`_answers` in the model's order until the loop appends them, so an interrupt anywhere still finds
-every result given so far). `CallRunner` is a mixin of `Loop`: it declares the attributes of the
-loop it uses, and adds no state of its own beyond the current reply's.
+takes the tool_use blocks of one reply and gives each exactly one tool_result (kept in the
+turn's `answers` in the model's order until the loop appends them, so a stop anywhere still
+finds every result given so far). `CallRunner` is the loop's part for calls: it holds the
+session's collaborators, given at construction; what belongs to one turn lives in `turn.Turn`.
+
+Cancellation is the turn's token (agent_cli/cancel.py), looked at where a call waits: for the
+person's answer (`Answers`, agent_cli/turn.py) and for the running tool, whose cancel event the
+token sets at once (tools/procs.py then ends the command's process group).
 """
 
 from __future__ import annotations
 
+import contextvars
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agent_cli import events as ev
 from agent_cli.approval import Gate
 from agent_cli.calls import Call, Decision, Denied, approval_event
+from agent_cli.cancel import LinkedEvent
 from agent_cli.config import default_of
 from agent_cli.conversation import ToolResultBlock, ToolUseBlock, tool_result, use_id
 from agent_cli.errors import ToolFailed, UserInterrupted
@@ -27,6 +33,10 @@ from agent_cli.tools.base import Tool, ToolContext, ToolOutput, canonical_json
 from agent_cli.tools.path_args import path_refusal
 from agent_cli.tools.paths import protected_roots
 from agent_cli.tools.registry import CallRejected, Registry
+
+if TYPE_CHECKING:
+    from agent_cli.sandbox.policy import Sandbox
+    from agent_cli.turn import Turn
 
 Emit = Callable[[ev.AnyEvent], None]
 
@@ -42,9 +52,10 @@ STOPPED_AT_PANEL = "not run: the user stopped the turn at an earlier panel"
 INTERRUPTED = {
     "model": "Interrupted while the model was replying; nothing was run.",
     "tool": "Interrupted; the remaining calls were not run.",
+    "approval": "Interrupted at the question; that call and the rest of the reply were not run.",
     "turn": "Interrupted; calls that had not run yet were not run.",
 }
-"""What the user is told after Ctrl-C, by what was running when it came."""
+"""What the user is told after a cancel (Ctrl-C, Esc, an editor's), by what was running."""
 
 
 @dataclass
@@ -102,18 +113,6 @@ def cap_output(text: str, cap: int) -> tuple[str, bool]:
     return text[:head] + note + text[-tail:], True
 
 
-@dataclass
-class _ReplyState:
-    """What the person has done at the panels of the current reply."""
-
-    panels: int = 0
-    denials: int = 0
-    held: int = 0
-    """Write calls answered TOO_MANY_AFTER_DENIAL without a panel."""
-    stopped: bool = False
-    """The person answered `q`, Esc or Ctrl-C at a panel: the rest of the reply is not run."""
-
-
 class _ToolInterrupted(Exception):
     """Ctrl-C while a tool ran: the tool was asked to stop; `after_s` is how long it had run."""
 
@@ -153,75 +152,83 @@ class FailureTracker:
 
 
 class CallRunner:
-    """The per-call half of the Loop (a mixin): everything between a tool_use block and its
-    tool_result. The attributes below are the Loop's, set in Loop.__init__."""
+    """Everything between a tool_use block and its tool_result, for the calls of one reply.
+    Built once per session by the Loop from the session's parts; per-turn state comes in as the
+    `Turn` (its token, its answers, what the person did at this reply's questions)."""
 
-    registry: Registry
-    gate: Gate
-    emit: Emit
-    workspace: Path
-    limits: Limits
-    sandbox: Any
-    effects: EffectRecorder | None
-    tool_calls: int
-    _proposed: set[str]
-    _reply: _ReplyState
-    _repeat_note: str | None
-    _answers: dict[str, ToolResultBlock]
-    redactor: Redactor
-    _choice_sent: str
+    def __init__(self, *, registry: Registry, gate: Gate, emit: Emit, workspace: Path,
+                 limits: Limits, redactor: Redactor, sandbox: Sandbox | None = None,
+                 effects: EffectRecorder | None = None,
+                 protected: Callable[[], dict[Path, str]] = protected_roots) -> None:
+        self.registry = registry
+        self.gate = gate
+        self.emit = emit
+        self.workspace = workspace
+        self.limits = limits
+        self.redactor = redactor
+        """Hides secrets from the model in results (the session's log redactor)."""
+        self.sandbox = sandbox
+        """The session's confinement: handed to tools, recorded per call."""
+        self.effects = effects
+        """Records approved write calls for undo; None records nothing."""
+        self.protected = protected
+        """agent-cli's own state, as this session registered it (tools/paths.py)."""
+        self.tool_calls = 0
+        """Tool calls the model made in this session, for `limits.max_tool_calls`."""
 
-    def _run_calls(self, uses: list[ToolUseBlock], failures: FailureTracker) -> None:
-        """Answer every call of one reply into `_answers`, in order. Raises UserInterrupted on
-        Ctrl-C (the calls not reached are answered by the loop)."""
-        self._reply = _ReplyState()
+    def run_calls(self, turn: Turn, uses: list[ToolUseBlock], failures: FailureTracker) -> None:
+        """Answer every call of one reply into `turn.answers`, in order. Raises UserInterrupted
+        when the turn is cancelled (the calls not reached are answered by the loop)."""
+        from agent_cli.turn import ReplyState
+
+        turn.reply = ReplyState()
         for i, use in enumerate(uses):
-            if self._reply.stopped:
-                self._not_run(use, i, STOPPED_AT_PANEL)
+            if turn.reply.stopped:
+                self._not_run(turn, use, i, STOPPED_AT_PANEL)
                 continue
             cap = self.limits.max_tool_calls
             if cap is not None and self.tool_calls >= cap:
-                self._not_run(use, i, f"not run: the session's budget of {cap} tool calls "
+                self._not_run(turn, use, i, f"not run: the session's budget of {cap} tool calls "
                               "(max_tool_calls) is used up")
                 continue
             self.tool_calls += 1
             repeats = failures.repeats_if_ok(str(use.get("name")), use.get("input"))
-            self._repeat_note = None if repeats < REPEAT_NOTE_AFTER else (
+            turn.repeat_note = None if repeats < REPEAT_NOTE_AFTER else (
                 f"\n\n[agent-cli note: this is the same {use.get('name')} call with the same "
                 f"input {repeats} times in a row; repeating it is unlikely to tell you anything "
                 "new. Use the result above, or try something different.]")
-            result = self._one_call(use, i)
+            result = self._one_call(turn, use, i)
             failures.record(str(use.get("name")), use.get("input"), bool(result.get("is_error")))
             if failures.tripped is not None:
                 # A wall of identical failing calls in one reply must not become a wall of
                 # panels (approval fatigue): the rest are answered without running or asking.
                 for j in range(i + 1, len(uses)):
                     what = "failed" if failures.any_failed else "been made"
-                    self._not_run(uses[j], j, "not run: the same call had just "
+                    self._not_run(turn, uses[j], j, "not run: the same call had just "
                                   f"{what} {failures.count} times in a row, so the turn stopped")
                 break
 
-    def _one_call(self, use: ToolUseBlock, index: int) -> ToolResultBlock:
+    def _one_call(self, turn: Turn, use: ToolUseBlock, index: int) -> ToolResultBlock:
         call_id = use_id(use, index)
         name = use.get("name")
         raw_input = use.get("input")
-        self._propose(call_id, name, raw_input)
-        outside = self._outside_choice(str(name))
+        self._propose(turn, call_id, name, raw_input)
+        outside = _outside_choice(turn.choice_sent, str(name))
         if outside is not None:
             self.emit(ev.ToolInvalid(id=call_id, name=str(name), reason=outside))
-            return self._result(call_id, str(name), outside, True, 0.0)
+            return self._result(turn, call_id, str(name), outside, True, 0.0)
         try:
             call = self.registry.validate(call_id, name, raw_input, workspace=str(self.workspace))
         except CallRejected as e:
             self.emit(ev.ToolInvalid(id=call_id, name=str(name), reason=e.reason))
-            return self._result(call_id, str(name), e.reason, True, 0.0)
+            return self._result(turn, call_id, str(name), e.reason, True, 0.0)
         # Before any preview or panel: a yes the path guard would overrule is never asked for.
         # (A deny rule that matches as well is the reason given: the gate names it below.)
         refused = path_refusal(call) if self.gate.rule_denial(call) is None else None
         if refused is not None:
             denied = Denied(call_id, refused, by="policy")
             self.emit(approval_event(call, denied))
-            return self._result(call_id, call.name, _denial_text(denied), True, 0.0)
+            return self._result(turn, call_id, call.name, _denial_text(denied), True, 0.0)
         ctx = self._context(call)
         if call.effect != "read":  # (a read call shows no panel: nothing to add to it)
             extra = dict(call.panel_extra)
@@ -230,34 +237,23 @@ class CallRunner:
             if self.sandbox is not None:
                 extra.update(self.sandbox.panel_extra(call.source))
             call = replace(call, preview=self._preview(call, ctx), panel_extra=extra)
-        decision = self._decide(call)
+        decision = self._decide(turn, call)
         self.emit(approval_event(call, decision))
+        if turn.token.cancelled:
+            # Cancelled while the question waited (or as it was answered): nothing more runs.
+            raise UserInterrupted(INTERRUPTED["approval"], during="approval")
         if isinstance(decision, Denied):
-            return self._result(call_id, call.name, _denial_text(decision), True, 0.0)
-        return self._execute(call, ctx)
+            return self._result(turn, call_id, call.name, _denial_text(decision), True, 0.0)
+        return self._execute(turn, call, ctx)
 
-    def _outside_choice(self, name: str) -> str | None:
-        """Why a call is outside the tool choice its request carried, or None. The model
-        proposes, the host disposes: an API that ignores the choice (or a server in between)
-        must not get a call run that the choice ruled out. Refused like an unknown tool: no
-        panel, an error result that says why."""
-        choice = self._choice_sent
-        if choice == "none":
-            return ("Refused: this request was sent with tool_choice none (no tool calls), so "
-                    f"the call to {name} was not run. Answer in text.")
-        if choice not in ("auto", "any") and name != choice:
-            return (f"Refused: this request required a call to {choice} (tool_choice), so the "
-                    f"call to {name} was not run. Call {choice}, or answer in text.")
-        return None
-
-    def _decide(self, call: Call) -> Decision:
+    def _decide(self, turn: Turn, call: Call) -> Decision:
         """The gate's decision, unless the reply has used up its panels after a denial. The gate
         gets its own copy of the shown arguments: nothing an approver does to it can change what
         is logged or what runs. (A read call never reaches an approver: the gate approves it by
         policy after the deny rules, which only read.)"""
         asked = call if call.effect == "read" else replace(
             call, args=call.shown_args(), panel_extra=dict(call.panel_extra))
-        reply = self._reply
+        reply = turn.reply
         if (reply.denials and reply.panels >= self.limits.max_panels_after_denial
                 and self.gate.would_ask(asked)):
             reply.held += 1
@@ -277,7 +273,7 @@ class CallRunner:
         return ToolContext(workspace=self.workspace, timeout_s=timeout,
                            output_cap=self.limits.output_cap,
                            max_read_bytes=self.limits.max_read_bytes, sandbox=self.sandbox,
-                           protected=tuple(protected_roots()),
+                           protected=tuple(self.protected()),
                            denied=(lambda path: self.gate.walk_denial(call, path))
                            if self.gate.names_paths() else None,
                            on_output=lambda text: self.emit(ev.ToolOutputDelta(call.id, text)))
@@ -297,30 +293,31 @@ class CallRunner:
             return f"(no preview: {type(e).__name__}: {e})"
         return None
 
-    def _execute(self, call: Call, ctx: ToolContext) -> ToolResultBlock:
+    def _execute(self, turn: Turn, call: Call, ctx: ToolContext) -> ToolResultBlock:
         tool: Tool = call.tool
         if self.registry.args_hash(tool.dump(call.value)) != call.args_hash:
             msg = "refused: the arguments changed after they were shown"
-            return self._result(call.id, call.name, msg, True, 0.0)
+            return self._result(turn, call.id, call.name, msg, True, 0.0)
         token = self.effects.before(call) if self.effects is not None and \
             call.effect != "read" else None
-        finished = threading.Event()
+        finished = LinkedEvent()
         try:
             try:
-                out, duration = self._run_tool(call, ctx, finished)
+                out, duration = self._run_tool(turn, call, ctx, finished)
             finally:
                 # Before the result, also when the call timed out or was interrupted.
                 if self.effects is not None and token is not None:
                     for event in self.effects.after(token, finished.is_set()):
                         self.emit(event)
         except _ToolInterrupted as stop:
-            self._result(call.id, call.name, f"interrupted by the user after running "
+            self._result(turn, call.id, call.name, f"interrupted by the user after running "
                          f"{stop.after_s:.1f} s; outcome unknown", True, stop.after_s)
             raise UserInterrupted(INTERRUPTED["tool"], during="tool") from None
-        return self._result(call.id, call.name, out.content, out.is_error, duration, out.images)
+        return self._result(turn, call.id, call.name, out.content, out.is_error, duration,
+                            out.images)
 
-    def _run_tool(self, call: Call, ctx: ToolContext,
-                  finished: threading.Event) -> tuple[ToolOutput, float]:
+    def _run_tool(self, turn: Turn, call: Call, ctx: ToolContext,
+                  finished: LinkedEvent) -> tuple[ToolOutput, float]:
         tool: Tool = call.tool
         self.emit(ev.ToolStarted(id=call.id, name=call.name,
                                  sandbox=None if self.sandbox is None
@@ -328,9 +325,8 @@ class CallRunner:
         start = time.monotonic()
         box: dict[str, Any] = {}
 
-        # Completion is signalled by an Event, not Thread.join: on CPython 3.11 a join that was
-        # interrupted by Ctrl-C makes the next join return at once, so the grace period for the
-        # tool to stop would be skipped.
+        # Completion is signalled by an Event the token's wait is linked to: the wait ends the
+        # moment the tool finishes or the turn is cancelled, whichever comes first.
 
         def target() -> None:
             try:
@@ -340,24 +336,26 @@ class CallRunner:
             finally:
                 finished.set()
 
-        worker = threading.Thread(target=target, name=f"tool-{tool.name}", daemon=True)
+        # The tool's thread runs in this turn's context: its session's sandbox is current there.
+        worker = threading.Thread(target=contextvars.copy_context().run, args=(target,),
+                                  name=f"tool-{tool.name}", daemon=True)
         # A tool that enforces its own timeout (run_command) gets a moment to report it itself.
         grace = min(TIMEOUT_GRACE_S, ctx.timeout_s)
+        # A cancel tells the tool at once, from the cancelling thread: a command's process
+        # group is ended while this thread is still waking up.
+        forget = turn.token.on_cancel(ctx.cancel.set)
         try:
-            worker.start()  # inside the try: a Ctrl-C right after the start still cancels it
-            finished.wait(ctx.timeout_s + grace)
-        except KeyboardInterrupt:
-            ctx.cancel.set()
+            worker.start()
+            turn.token.wait(finished, ctx.timeout_s + grace)
+        finally:
+            forget()
+        if turn.token.cancelled:
             finished.wait(INTERRUPT_GRACE_S)
-            raise _ToolInterrupted(time.monotonic() - start) from None
+            raise _ToolInterrupted(time.monotonic() - start)
         duration = time.monotonic() - start
         if not finished.is_set():
             ctx.cancel.set()
             out = ToolOutput(self._timed_out(call, ctx), True)
-        elif isinstance(box.get("exc"), KeyboardInterrupt):
-            # Ctrl-C seen by the tool itself (e.g. a child process it waited on) ends the turn
-            # like a Ctrl-C seen here.
-            raise _ToolInterrupted(duration)
         elif "exc" in box:
             exc = box["exc"]
             if isinstance(exc, ToolFailed | ValueError | OSError) or hasattr(exc, "exit_code"):
@@ -394,12 +392,12 @@ class CallRunner:
             return f"{msg}. Checked after the timeout: {problem}"
         return f"{msg}. Checked after the timeout: the intended effect is in place."
 
-    def _result(self, call_id: str, name: str, content: str, is_error: bool,
+    def _result(self, turn: Turn, call_id: str, name: str, content: str, is_error: bool,
                 duration: float, images: list[dict[str, str]] | None = None) -> ToolResultBlock:
         """Log and keep the one result of `call_id` (capped; the repeat note on a success)."""
-        if not is_error and self._repeat_note:
-            content += self._repeat_note  # logged and sent alike
-        self._repeat_note = None
+        if not is_error and turn.repeat_note:
+            content += turn.repeat_note  # logged and sent alike
+        turn.repeat_note = None
         whole = content
         # Secrets never reach the model in an error (an exception quoting a connection string),
         # and by default not in a result either (a file holding a key). Before the cap: a cut
@@ -412,9 +410,9 @@ class CallRunner:
                 content = redacted + _hidden_note(hidden)
         capped, truncated = cap_output(content, self.limits.output_cap)
         block = tool_result(call_id, capped, is_error, images or ())
-        # Kept before it is logged: a Ctrl-C inside a sink then still finds this result, and
-        # the call is not answered (and logged) a second time.
-        self._answers[call_id] = block
+        # Kept before it is logged: a stop raised by a sink (the log refusing the record) then
+        # still finds this result, and the call is not answered (and logged) a second time.
+        turn.answers[call_id] = block
         self._emit_result(call_id, name, capped, is_error, duration, truncated, hidden,
                           whole if hidden else None)
         return block
@@ -427,16 +425,38 @@ class CallRunner:
                                    hidden=hidden or [])
         self.emit(event.with_whole(whole) if whole is not None else event)
 
-    def _propose(self, call_id: str, name: Any, raw_input: Any) -> None:
+    def _propose(self, turn: Turn, call_id: str, name: Any, raw_input: Any) -> None:
         """Every call the model made is logged as a proposal once, run or not."""
-        if call_id not in self._proposed:
-            self._proposed.add(call_id)
+        if call_id not in turn.proposed:
+            turn.proposed.add(call_id)
             self.emit(ev.ToolProposed(id=call_id, name=str(name), input=raw_input))
 
-    def _not_run(self, use: ToolUseBlock, index: int, why: str) -> ToolResultBlock:
+    def _not_run(self, turn: Turn, use: ToolUseBlock, index: int, why: str) -> ToolResultBlock:
         call_id = use_id(use, index)
-        self._propose(call_id, use.get("name"), use.get("input"))
-        return self._result(call_id, str(use.get("name")), why, True, 0.0)
+        self._propose(turn, call_id, use.get("name"), use.get("input"))
+        return self._result(turn, call_id, str(use.get("name")), why, True, 0.0)
+
+    def close_unanswered(self, turn: Turn, closed: list[tuple[ToolUseBlock, str]],
+                         why: str) -> None:
+        """Log the proposal and the result `why` of each call closed without running: the log
+        holds one result per call, like the history."""
+        for use, call_id in closed:
+            self._propose(turn, call_id, use.get("name"), use.get("input"))
+            self._emit_result(call_id, str(use.get("name")), why, True, 0.0, False)
+
+
+def _outside_choice(choice: str, name: str) -> str | None:
+    """Why a call is outside the tool choice its request carried, or None. The model proposes,
+    the host disposes: an API that ignores the choice (or a server in between) must not get a
+    call run that the choice ruled out. Refused like an unknown tool: no panel, an error result
+    that says why."""
+    if choice == "none":
+        return ("Refused: this request was sent with tool_choice none (no tool calls), so the "
+                f"call to {name} was not run. Answer in text.")
+    if choice not in ("auto", "any") and name != choice:
+        return (f"Refused: this request required a call to {choice} (tool_choice), so the call "
+                f"to {name} was not run. Call {choice}, or answer in text.")
+    return None
 
 
 def _hidden_note(kinds: list[str]) -> str:

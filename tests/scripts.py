@@ -82,14 +82,30 @@ def make_session(workspace: Path, replies: list[Reply] | None = None, log: Path 
     if registry is None:
         registry, _ = load_registry(settings, [tools_dir] if tools_dir else [])
     return Session(settings, workspace=workspace, provider=provider, registry=registry,
-                   approver=ScriptedApprover(list(answers)),
+                   approver=ScriptedApprover(list(answers)), sinks=[Seen()],
                    log_path=log or workspace.parent / "session.jsonl")
 
 
+class Seen(list[Any]):
+    """A sink that keeps every event a session emits (the session's sinks are fixed when it is
+    made, so make_session gives every session one)."""
+
+    def __call__(self, event: Any) -> None:
+        self.append(event)
+
+
+def seen_of(session: Session) -> list[Any]:
+    """The events `session` emitted so far (its `Seen` sink)."""
+    for sink in session.sinks:
+        if isinstance(sink, Seen):
+            return sink
+    raise AssertionError("the session was not made by make_session (no Seen sink)")
+
+
 def started(session: Session) -> tuple[Session, list[Any]]:
-    """Start `session` with a sink that keeps every event it emits; (session, events)."""
-    seen: list[Any] = []
-    session.sinks.append(seen.append)
+    """Start `session`; (session, the events it emits from now on)."""
+    seen = seen_of(session)
+    seen.clear()
     session.start()
     return session, seen
 

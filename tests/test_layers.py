@@ -30,6 +30,7 @@ LAYERS: dict[str, int] = {
     "agent_cli.private_files": 0,
     "agent_cli.write_faults": 0,
     "agent_cli.signals": 0,
+    "agent_cli.cancel": 0,
     "agent_cli.events": 0,
     "agent_cli.approval": 0,
     "agent_cli.config": 0,
@@ -52,6 +53,8 @@ LAYERS: dict[str, int] = {
     # 2: the engine.
     "agent_cli.loop": 2,
     "agent_cli.tool_calls": 2,
+    "agent_cli.turn": 2,
+    "agent_cli.session_parts": 3,
     "agent_cli.context": 2,
     # 3: the composition root.
     "agent_cli.session": 3,

@@ -29,10 +29,11 @@ if TYPE_CHECKING:
 
     from agent_cli.session import Session
     from agent_cli.signals import TerminationSignals
-    from agent_cli.ui.keys import EscWatcher
+    from agent_cli.ui.repl import TurnState
     from agent_cli.ui.startup import FirstFrame, FirstInput
     from agent_cli.ui.status import TerminalView
     from agent_cli.ui.terminal import Terminal
+    from agent_cli.ui.turns import TerminalTurns
 
 
 class _ChatCommand(PlainCommand):
@@ -93,8 +94,8 @@ def chat(
                 for thing in said:
                     console.print(as_shown(thing))
                 session.log.retry = REPL_RETRY
-                run_repl(session, console, read, keys=opened.keys, view=view,
-                         history=getattr(read, "history", None))
+                run_repl(session, console, read, turns=opened.turns, state=opened.state,
+                         view=view, history=getattr(read, "history", None))
         except Terminated:
             pass  # between the steps that handle it: the session still closes below
         finally:
@@ -186,7 +187,8 @@ class _Opened:
     """A session and the terminal parts built with it."""
 
     console: Console
-    keys: EscWatcher | None
+    turns: TerminalTurns
+    state: TurnState
     view: TerminalView
     session: Session
 
@@ -198,18 +200,23 @@ def _open(common: Common, term: Terminal, signals: TerminationSignals, plain: bo
     nothing, so it can run behind the first prompt (ui/startup.py)."""
     from rich.console import Console
 
-    from agent_cli.signals import EndingApprover
     from agent_cli.ui.render import Renderer
+    from agent_cli.ui.repl import TurnState
     from agent_cli.ui.status import TerminalView
+    from agent_cli.ui.turns import TerminalTurns
 
     if console is None:
         console = Console(highlight=False)
-    keys = term.keys()
-    approver = term.approver(console, keys)
     markdown = not plain and common.settings().render != "plain"
     view = TerminalView(Renderer(console, repl=True), console, markdown=markdown, spinner=markdown)
-    session = open_session(common, approver=EndingApprover(approver, signals), sinks=[view],
-                           history=history, continues=continues)
+    # The turns run on their own thread; this thread draws them and asks (ui/turns.py). When
+    # the session is built behind the first prompt, the outbox is owned by the thread that
+    # builds it: `TerminalTurns.attach` hands it to the main thread.
+    turns = TerminalTurns(view, term.approver(console), keys=term.keys(), signals=signals)
+    state = TurnState()
+    session = open_session(common, sinks=[state, turns.outbox], history=history,
+                           continues=continues)
+    turns.attach(session)
     if session.effects is not None:
         from agent_cli.ui.confirm import terminal_asker
 
@@ -217,10 +224,11 @@ def _open(common: Common, term: Terminal, signals: TerminationSignals, plain: bo
         if asker is not None:
             from agent_cli.ui.effects_view import conflict_asker, reviewer
 
-            session.effects.overwrite = conflict_asker(asker)
+            # Asked while a turn applies a command's changes: drawn on the terminal's thread.
+            session.effects.overwrite = turns.on_terminal(conflict_asker(asker))
             if common.settings().review_effects:
-                session.effects.review = reviewer(asker)
-    return _Opened(console, keys, view, session)
+                session.effects.review = turns.on_terminal(reviewer(asker))
+    return _Opened(console, turns, state, view, session)
 
 
 def _prompt_first(term: Terminal, resume: str | None, continue_: bool) -> bool:

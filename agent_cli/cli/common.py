@@ -220,7 +220,7 @@ def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
 def open_session(
     common: Common,
     *,
-    approver: Approver,
+    approver: Approver | None = None,
     sinks: list[Sink],
     history: list[dict[str, Any]] | None = None,
     continues: str | None = None,

@@ -146,17 +146,24 @@ def register(app: typer.Typer) -> None:
 
         from agent_cli.log import rerun as rr
         from agent_cli.session import load_registry
+        from agent_cli.signals import TerminationSignals
         from agent_cli.ui.render import Renderer
         from agent_cli.ui.terminal import Terminal
+        from agent_cli.ui.turns import TerminalTurns
         from agent_cli.ui.views.rerun_report import RerunReportView, turn_echo
 
         console = Console(highlight=False)
-        approver = Terminal.detect().approver(console)
+        signals = TerminationSignals()
+        # The turns run on their own thread; this one draws them, asks at the panels and
+        # turns Ctrl-C and the signals into a cancel (ui/turns.py).
+        front = TerminalTurns(Renderer(console), Terminal.detect().approver(console),
+                              signals=signals)
         settings = common.settings()
         registry, load = load_registry(settings, common.tools_dir)
-        report = rr.rerun(log, settings=settings, workspace=common.workspace_dir(),
-                          registry=registry, approver=approver, sinks=[Renderer(console)],
-                          on_turn=turn_echo(console), reuse_approvals=reuse,
-                          log_path=common.log, load_errors=load.errors)
+        with signals:
+            report = rr.rerun(log, settings=settings, workspace=common.workspace_dir(),
+                              registry=registry, front=front, on_turn=turn_echo(console),
+                              reuse_approvals=reuse, log_path=common.log,
+                              load_errors=load.errors)
         console.print(RerunReportView(report))
         return EXIT_DRIFT if report.drift else EXIT_OK

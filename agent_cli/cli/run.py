@@ -104,6 +104,16 @@ def without_text(sink: Sink) -> Sink:
     return forward
 
 
+def _fan_out(sinks: list[Sink]) -> Sink:
+    """One sink for the terminal's thread that hands each event to `sinks`, in order."""
+
+    def deliver(event: ev.AnyEvent) -> None:
+        for sink in sinks:
+            sink(event)
+
+    return deliver
+
+
 def read_prompt(prompt: str) -> str:
     if prompt != "-":
         return prompt
@@ -132,7 +142,7 @@ def run_headless(common: Common, prompt: str, output: str, plain: bool,
     term = Terminal.detect()
     approver = term.approver(Console(highlight=False, stderr=True))
     outcome = Outcome()
-    sinks: list[Sink] = [outcome]
+    sinks: list[Sink] = []
     if to_terminal:
         from agent_cli.ui.status import TerminalView
 
@@ -142,20 +152,25 @@ def run_headless(common: Common, prompt: str, output: str, plain: bool,
         sinks.append(StatusOnly(err))
     else:
         sinks.append(without_text(Renderer(err)))
-    from agent_cli.signals import EndingApprover, TerminationSignals
+    from agent_cli.signals import TerminationSignals
+    from agent_cli.ui.turns import TerminalTurns
 
     signals = TerminationSignals()
-    session = open_session(common, approver=EndingApprover(approver, signals), sinks=sinks)
+    # The turn runs on its own thread; this one draws it, asks, and turns Ctrl-C and the
+    # signals into a cancel (ui/turns.py).
+    turns = TerminalTurns(_fan_out(sinks), approver, signals=signals)
+    session = open_session(common, sinks=[outcome, turns.outbox])
+    turns.attach(session)
     if output == "jsonl":
         session.log.mirror = _print_line
-    with signals:  # SIGTERM/SIGHUP take the Ctrl-C path, then exit 143/129
+    with signals:  # SIGTERM/SIGHUP cancel the turn, then exit 143/129
         try:
             session.start()
             attach_instructions(session, instructions, term.confirm(err))
-            result = session.send(text)
+            result = turns.run(text)
             reason, answer = result.reason, result.text
             code = TURN_EXIT.get(reason, EXIT_OK)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt:  # before the turn began (at the instructions' question)
             reason, answer, code = "interrupted", "", EXIT_INTERRUPTED
         if signals.received is not None:
             session.close(signals.reason)

@@ -179,8 +179,9 @@ def _drive(spec: TrialSpec, workspace: Path, record: TrialRecord) -> list[str]:
     spec.log.parent.mkdir(parents=True, exist_ok=True)
     session = Session.create(trial_settings(spec), workspace=workspace.resolve(),
                              approver=approver, sinks=[record], tools_dirs=spec.tools_dirs,
+                             # before the log: the tags are recorded
+                             taggers=[TaskTagger(approver)],
                              log_path=spec.log, scope=scope_for(task))
-    session.sinks.insert(0, TaskTagger(approver))  # before the log: the tags are recorded
     session.start()
     unmatched = _unmatched_tools(task, session.registry)
     if unmatched:

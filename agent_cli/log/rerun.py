@@ -14,20 +14,27 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agent_cli import events as ev
-from agent_cli.approval import Approver
 from agent_cli.calls import Approved, Call, Decision
-from agent_cli.errors import LogError
+from agent_cli.errors import AgentError, LogError
 from agent_cli.log.reader import BadLine, read_events
 from agent_cli.tools.base import canonical_json
 
 if TYPE_CHECKING:
     from agent_cli.config import Settings
+    from agent_cli.loop import TurnResult
     from agent_cli.providers.base import ModelRequest, ModelResponse, StatusSink, TextSink
-    from agent_cli.session import Sink
+    from agent_cli.session import Session, Sink
     from agent_cli.tools.registry import Registry
+    from agent_cli.turn import Answerer
+
+class RerunInterrupted(AgentError):
+    """The person cancelled a turn of the rerun: the rest is not sent (exit 130)."""
+
+    exit_code = 130
+
 
 ApprovalKey = tuple[str, str, str, str]
 """(call id, tool name, args_hash, canonical JSON of the arguments shown)."""
@@ -36,18 +43,30 @@ ApprovalKey = tuple[str, str, str, str]
 class ReuseApprovals:
     """Approves a call only when the user approved the byte-identical call (same id, tool name,
     canonical arguments and hash) in the recording, once per recorded yes; everything else goes
-    to the wrapped approver, which asks as usual."""
+    to `inner` when given, else to whoever the session asks (None: not answered here)."""
 
-    def __init__(self, inner: Approver, approved: Iterable[ApprovalKey]) -> None:
+    def __init__(self, inner: Answerer | None, approved: Iterable[ApprovalKey]) -> None:
         self.inner = inner
         self._left: Counter[ApprovalKey] = Counter(approved)
 
-    def decide(self, request: Call) -> Decision:
+    def decide(self, request: Call) -> Decision | None:
         key = (request.id, request.name, request.args_hash, canonical_json(request.args))
         if self._left[key] > 0:
             self._left[key] -= 1
             return Approved(request.id, request.args_hash, by="recording")
-        return self.inner.decide(request)
+        return self.inner.decide(request) if self.inner is not None else None
+
+
+class FrontEnd(Protocol):
+    """What runs the rerun's turns for a person (ui/turns.TerminalTurns): its sink joins the
+    session's, and each recorded message is sent through it."""
+
+    @property
+    def outbox(self) -> Sink: ...
+
+    def attach(self, session: Session) -> None: ...
+
+    def run(self, text: str) -> TurnResult: ...
 
 
 @dataclass
@@ -241,13 +260,15 @@ class RecordedReplies:
 
 
 def rerun(path: Path, *, settings: Settings, workspace: Path, registry: Registry,
-          approver: Approver, sinks: Iterable[Sink] = (),
+          approver: Answerer | None = None, sinks: Iterable[Sink] = (),
+          front: FrontEnd | None = None,
           on_turn: Callable[[str], None] | None = None, reuse_approvals: bool = False,
           log_path: Path | None = None, load_errors: Iterable[str] = ()) -> RerunReport:
     """Feed the recorded model replies back through the real loop in `workspace`; tools run
-    again, write calls ask again. `sinks` see every event (the terminal's renderer); `on_turn`
-    is told each recorded user message as it is sent again. Returns what differs from the
-    recording (ui/views/rerun_report.py draws it)."""
+    again, write calls ask again: `approver` answers on the spot, else `front` (which also runs
+    each turn and owns the terminal's interrupts). `sinks` see every event; `on_turn` is told
+    each recorded user message as it is sent again. Returns what differs from the recording
+    (ui/views/rerun_report.py draws it)."""
     from agent_cli.session import Session, make_redactor
     from agent_cli.tools.loader import LoadReport
 
@@ -255,8 +276,7 @@ def rerun(path: Path, *, settings: Settings, workspace: Path, registry: Registry
     if rec.start is None and not rec.turns:
         raise LogError(f"{path} holds no session to rerun.")
     report = RerunReport(tools=tool_drift(rec.start, registry), warnings=list(rec.bad))
-    gate_approver: Approver = ReuseApprovals(approver, rec.approved) if reuse_approvals \
-        else approver
+    gate_approver = ReuseApprovals(approver, rec.approved) if reuse_approvals else approver
     now: dict[str, ev.ToolResultEvent] = {}
 
     def collect(event: ev.AnyEvent) -> None:
@@ -267,23 +287,25 @@ def rerun(path: Path, *, settings: Settings, workspace: Path, registry: Registry
     provider = RecordedReplies(rec.turns, model=model, source=str(path))
     session = Session(settings, workspace=workspace, provider=provider,
                       registry=registry, approver=gate_approver,
-                      sinks=[*sinks, collect], log_path=log_path,
-                      load_report=LoadReport(errors=list(load_errors)))
+                      sinks=[*sinks, collect, *([front.outbox] if front is not None else [])],
+                      log_path=log_path, load_report=LoadReport(errors=list(load_errors)))
+    if front is not None:
+        front.attach(session)
     report.log_path = session.log_path
     session.start()
     session.emit(ev.Notice(message=f"rerun of {path}", kind="rerun"))
-    try:
-        for i, turn in enumerate(rec.turns):
-            if turn.fresh:
-                session.history.clear()
-            provider.begin(i)
-            session.loop.limits.max_turns = max(1, len(turn.replies))
-            if on_turn is not None:
-                on_turn(turn.text)
-            session.send(turn.text)
-    except KeyboardInterrupt:
-        session.close("interrupted")
-        raise
+    for i, turn in enumerate(rec.turns):
+        if turn.fresh:
+            session.history.clear()
+        provider.begin(i)
+        session.loop.limits.max_turns = max(1, len(turn.replies))
+        if on_turn is not None:
+            on_turn(turn.text)
+        result = front.run(turn.text) if front is not None else session.send(turn.text)
+        if result.reason == "interrupted":
+            session.close("interrupted")
+            raise RerunInterrupted(f"The rerun of {path} was interrupted at turn {i + 1} of "
+                                   f"{len(rec.turns)}; the new log is {session.log_path}.")
     session.close("rerun")
     redactor = make_redactor(settings)
     report.drift = compare(rec, now, redactor.text, [*rec.workspaces, str(session.workspace)])

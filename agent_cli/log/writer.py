@@ -113,8 +113,8 @@ class SessionLog:
         return self._unwritable(self._error, dropped=False)
 
     def __call__(self, event: ev.AnyEvent) -> None:
-        if isinstance(event, ev.TextDelta | ev.ToolOutputDelta):
-            return  # transient: what they carry is in the model_reply / tool_result that follows
+        if isinstance(event, ev.TextDelta | ev.ToolOutputDelta | ev.ApprovalNeeded):
+            return  # transient: what they carry is in the model_reply / tool_result / approval
         self.write(event)
 
     def write(self, event: ev.Event) -> dict[str, Any]:

@@ -10,6 +10,7 @@ is named wherever the sandbox is described.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import os
 import shutil
 import subprocess
@@ -17,7 +18,7 @@ import sys
 import tempfile
 import threading
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -452,16 +453,31 @@ def _safe_name(name: str) -> str:
     return cleaned or "server"
 
 
-_CURRENT: weakref.ref[Sandbox] | None = None
+_CURRENT: contextvars.ContextVar[weakref.ref[Sandbox] | None] = contextvars.ContextVar(
+    "agent_cli_sandbox", default=None)
+"""The sandbox of the session whose work runs in this context. A context variable, not a
+process global: two sessions in one process (eval, tests) each confine their own processes. The
+engine sets it around a turn (`scope`), a tool's worker thread inherits it, and an MCP hub's
+threads set their session's at their start."""
 
 
 def install(sandbox: Sandbox | None) -> None:
-    """Make `sandbox` the one processes started through the process helper get by default (the
-    running session's); plugins that start processes are then confined without asking."""
-    global _CURRENT
-    _CURRENT = weakref.ref(sandbox) if sandbox is not None else None
+    """Make `sandbox` the one processes started through the process helper get by default, in
+    this context (a command that runs no turn: `agent-cli mcp list`)."""
+    _CURRENT.set(weakref.ref(sandbox) if sandbox is not None else None)
+
+
+@contextlib.contextmanager
+def scope(sandbox: Sandbox | None) -> Iterator[None]:
+    """Within the block (and the threads it starts with its context), `sandbox` is current."""
+    token = _CURRENT.set(weakref.ref(sandbox) if sandbox is not None else None)
+    try:
+        yield
+    finally:
+        _CURRENT.reset(token)
 
 
 def current() -> Sandbox | None:
     """The running session's sandbox, if any."""
-    return _CURRENT() if _CURRENT is not None else None
+    ref = _CURRENT.get()
+    return ref() if ref is not None else None

@@ -1,9 +1,9 @@
-"""Esc during a turn interrupts it exactly like Ctrl-C.
+"""Esc during a turn cancels it, like Ctrl-C.
 
 While the model streams or a tool runs, prompt-toolkit is not reading the keyboard, so a lone Esc
 would sit in the terminal's line buffer. `EscWatcher` puts the terminal in cbreak mode for the
 turn (ISIG stays on, so Ctrl-C still raises SIGINT itself), reads keys in a thread, and on a lone
-Esc sends this process SIGINT: one interrupt path, the loop's, with every pending call answered.
+Esc cancels the session's turn (`on_esc`, set by ui/turns.py): every pending call is answered.
 An escape *sequence* (an arrow key: ESC [ A) is not a lone Esc and is ignored.
 
 It pauses around the approval panel (`paused()`), which reads the keyboard itself and treats
@@ -18,7 +18,7 @@ import select
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 ESC = b"\x1b"
@@ -32,6 +32,9 @@ class EscWatcher:
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self._saved: Any = None
+        self.on_esc: Callable[[], None] | None = None
+        """What a lone Esc does: cancel the session's turn (ui/turns.py sets it); without it,
+        Esc sends this process SIGINT, like Ctrl-C."""
 
     def usable(self) -> bool:
         try:
@@ -105,20 +108,9 @@ class EscWatcher:
             if not data:
                 return
             if data == ESC and not self._ready(SEQUENCE_WAIT_S):
-                os.kill(os.getpid(), signal.SIGINT)
+                on_esc = self.on_esc
+                if on_esc is not None:
+                    on_esc()
+                else:
+                    os.kill(os.getpid(), signal.SIGINT)
             # other keys typed during a turn are dropped (the panel discards type-ahead too)
-
-
-class PausingApprover:
-    """An Approver that hands the keyboard back to the panel while it asks."""
-
-    def __init__(self, inner: Any, watcher: EscWatcher) -> None:
-        self.inner = inner
-        self.watcher = watcher
-
-    def decide(self, request: Any) -> Any:
-        with self.watcher.paused():
-            return self.inner.decide(request)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)

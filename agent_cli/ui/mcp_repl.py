@@ -7,13 +7,14 @@ A slash command is a function of the session and the typed argument that returns
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rich.console import RenderableType
 from rich.text import Text
 
 from agent_cli.tools.mcp.config import parse_pairs
 from agent_cli.ui.safe_rich import safe
+from agent_cli.ui.turns import Retry
 from agent_cli.ui.views.mcp import MCPPrompts, MCPStatus
 
 if TYPE_CHECKING:
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
     from agent_cli.tools.mcp.hub import MCPHub
 
 
-def repl_mcp(session: Session, arg: str) -> RenderableType:
+def repl_mcp(session: Session, arg: str) -> RenderableType | Retry:
     """`/mcp` (state and tools), `/mcp accept NAME` (pin a server's changed tools), `/mcp
     restart NAME` (connect it again), `/mcp prompts` and `/mcp prompt`."""
     hub = session.mcp
@@ -48,32 +49,15 @@ def repl_mcp(session: Session, arg: str) -> RenderableType:
 
 
 def _send_prompt(session: Session, hub: MCPHub, server: str, name: str,
-                 raw: list[str]) -> RenderableType:
+                 raw: list[str]) -> RenderableType | Retry:
     """Fetch a server's prompt and send it as the user's message: the user typed the command,
-    so this is their turn; the text is shown (sanitised) before it goes. Ctrl-C during the turn
-    is settled like a typed message's."""
+    so this is their turn, run by the REPL like a typed message (Esc and Ctrl-C included)."""
     try:
         args = parse_pairs(raw, "=", "a prompt argument")
         text = hub.get_prompt(server, name, args)
     except ValueError as e:
         return safe(str(e), "yellow")
-    answered: set[str] = set()
-
-    def note(event: Any) -> None:
-        from agent_cli import events as ev
-
-        if isinstance(event, ev.ToolResultEvent):
-            answered.add(event.id)
-
-    session.sinks.append(note)
-    try:
-        session.send(f"(MCP prompt {server}/{name})\n{text}")
-    except KeyboardInterrupt:
-        session.settle_interrupted_turn(answered)
-    finally:
-        session.sinks.remove(note)
-    return Text("(that turn was the MCP prompt ", style="dim") + safe(f"{server}/{name}", "dim") \
-        + Text(", sent as your message)", style="dim")
+    return Retry(f"(MCP prompt {server}/{name})\n{text}")
 
 
 def _accept_in_session(hub: MCPHub, name: str) -> RenderableType:

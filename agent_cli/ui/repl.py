@@ -2,13 +2,12 @@
 are tested without a terminal; a few pty tests prove the real wiring (tests/ui/test_repl_pty.py).
 
 Keys: Enter sends; Alt-Enter, Esc Enter and Ctrl-J insert a newline; Ctrl-C at the prompt clears
-the line; Ctrl-C during a turn cancels the turn (the loop turns it into `interrupt` events and
-error results); Ctrl-D leaves.
+the line; Ctrl-C or Esc during a turn cancels the turn (ui/turns.py; the engine answers every
+pending call and records the interrupt); Ctrl-D leaves.
 """
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,13 +22,14 @@ from agent_cli.safe_text import one_line
 from agent_cli.tools.scope import ScopedRegistry
 from agent_cli.ui.line_editor import PROMPT, prompt_session
 from agent_cli.ui.safe_rich import safe, safe_line
+from agent_cli.ui.turns import Retry
 
 if TYPE_CHECKING:
     from prompt_toolkit.history import History
 
     from agent_cli.session import Session
-    from agent_cli.ui.keys import EscWatcher
     from agent_cli.ui.status import TerminalView
+    from agent_cli.ui.turns import TerminalTurns
 
 KEYS = """\
 Type a message and press Enter to send it.
@@ -44,13 +44,6 @@ that one call; Enter, anything else, Ctrl-C or Ctrl-D deny it. Add a reason afte
 
 EXIT = object()
 """Returned by a command to end the REPL."""
-
-
-class Retry:
-    """Returned by /retry: the REPL sends `text` as the next message."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
 
 
 class TurnState:
@@ -230,7 +223,7 @@ def cmd_compact(session: Session, arg: str) -> RenderableType:
     return safe("Summary now in the context:\n" + result.summary, "dim")
 
 
-def cmd_mcp(session: Session, arg: str) -> RenderableType:
+def cmd_mcp(session: Session, arg: str) -> RenderableType | Retry:
     """MCP servers, their state and tools; `/mcp accept NAME` offers a server's changed tools
     again."""
     from agent_cli.ui.mcp_repl import repl_mcp
@@ -340,18 +333,6 @@ def make_prompt(history_file: Path, redactor: Any = None,
     return read
 
 
-class _ResultIds:
-    """Remembers which tool_use ids already have a result, so settling an interrupted turn never
-    answers one twice."""
-
-    def __init__(self) -> None:
-        self.ids: set[str] = set()
-
-    def __call__(self, event: ev.AnyEvent) -> None:
-        if isinstance(event, ev.ToolResultEvent):
-            self.ids.add(event.id)
-
-
 def banner(session: Session) -> Text:
     return Text.assemble(("agent-cli", "bold"), " · ",
                          safe(f"{session.provider.name}:{session.provider.model}"),
@@ -360,19 +341,19 @@ def banner(session: Session) -> Text:
 
 
 def run_repl(session: Session, console: Console, read: Callable[..., str], *,
-             keys: EscWatcher | None = None, view: TerminalView | None = None,
-             history: Any = None) -> None:
+             turns: TerminalTurns | None = None, state: TurnState | None = None,
+             view: TerminalView | None = None, history: Any = None) -> None:
     """Read, send, repeat. `read` raises EOFError to leave and KeyboardInterrupt to drop a line;
     `read(default=TEXT)` puts TEXT back in the input line (a message the log could not take).
-    `keys` (Esc interrupts) is active while a turn runs; `view` (spinner, live answer) is
-    stopped whenever the turn leaves. `history` (the prompt's) says once when it cannot be
-    written (`take_fault`)."""
+    `turns` runs each turn (ui/turns.py: Esc, Ctrl-C and signals cancel it there; without it,
+    in-process tests, `Session.send`); `state` is the session's TurnState sink (found among its
+    sinks when not given); `view` (spinner, live answer) is stopped whenever the turn leaves.
+    `history` (the prompt's) says once when it cannot be written (`take_fault`)."""
     from agent_cli.write_faults import LogUnwritable
 
-    answered = _ResultIds()
-    state = TurnState()
-    session.sinks.append(answered)
-    session.sinks.append(state)
+    state = state or _turn_state(session) or TurnState()
+    send = turns.run if turns is not None else session.send
+
     console.print(banner(session))
     put_back: str | None = None
     while True:
@@ -405,18 +386,12 @@ def run_repl(session: Session, console: Console, read: Callable[..., str], *,
                 if out is not None:
                     console.print(as_shown(out))
                 continue
-        answered.ids.clear()
         state.unsent = None
         reason = "interrupted"
         result = None
         try:
-            with keys.active() if keys is not None else contextlib.nullcontext():
-                result = session.send(line)
-                reason = result.reason
-        except KeyboardInterrupt:
-            if view is not None:
-                view.stop()
-            session.settle_interrupted_turn(answered.ids)
+            result = send(line)
+            reason = result.reason
         except LogUnwritable as e:
             # The log took nothing of this turn: the message goes back to the input line.
             reason = "log_unwritable"

@@ -113,21 +113,16 @@ class Terminal:
 
         return EscWatcher()
 
-    def approver(self, console: Console, keys: EscWatcher | None = None) -> Approver:
-        """The panel on a terminal (handing the keyboard back from the Esc watcher while it
-        asks); with no terminal, the policy that denies every write call."""
+    def approver(self, console: Console) -> Approver:
+        """The panel on a terminal; with no terminal, the policy that denies every write call.
+        (ui/turns.py hands the keyboard back from the Esc watcher while the panel asks.)"""
         if not self.interactive:
             from agent_cli.approval import NonInteractiveApprover
 
             return NonInteractiveApprover()
         from agent_cli.ui.panel import TerminalApprover
 
-        approver: Approver = TerminalApprover(console)
-        if keys is not None:
-            from agent_cli.ui.keys import PausingApprover
-
-            approver = PausingApprover(approver, keys)
-        return approver
+        return TerminalApprover(console)
 
     def confirm(self, console: Console) -> Callable[[Instruction, str], bool] | None:
         """The yes/no for a changed project instruction file (the one confirm, ui/confirm.py);

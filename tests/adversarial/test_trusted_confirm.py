@@ -119,6 +119,7 @@ ALLOWED: dict[str, set[str]] = {
     "cli/sessions.py": {"PromptSession", "prompt", "ask"},  # which session to resume: a number
     "instructions.py": {"confirm"},  # calls the confirm it is given (ui/instructions_prompt)
     "cli/run.py": {"read"},  # the prompt from stdin
+    "ui/turns.py": {"prompt"},  # Session.prompt: starts a turn (the turn protocol), reads nobody
 }
 READ_OBJECTS = {"stdin", "typer", "click", "Prompt", "Confirm", "IntPrompt", "getpass", "ps",
                 "session", "prompt_session"}

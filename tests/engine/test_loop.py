@@ -7,8 +7,6 @@ screen see), the history (what the model sees next) and the workspace (what actu
 
 from __future__ import annotations
 
-import os
-import signal
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -28,6 +26,7 @@ from agent_cli.approval import (
     ScriptedApprover,
 )
 from agent_cli.calls import Call
+from agent_cli.cancel import CancelToken
 from agent_cli.conversation import NOT_RUN_INTERRUPTED
 from agent_cli.loop import Limits, Loop, TurnResult
 from agent_cli.providers.base import ModelRequest
@@ -88,14 +87,23 @@ def make_tools(seen: list[Any]) -> list[Tool]:
         raise RuntimeError("boom from the tool")
 
     def kbi_run(args: _NoArgs, ctx: ToolContext) -> str:
-        raise KeyboardInterrupt
+        # A cancel while this tool runs: the token tells the tool at once (ctx.cancel).
+        assert CURRENT is not None
+        CURRENT.turn_token.cancel()
+        assert ctx.cancel.wait(30), "the cancel reached the running tool"
+        return "stopped"
 
     return [
         Tool("note", "Write a note (test).", _NoteArgs, note_run, effect="write"),
         Tool("sleepy", "Sleep (test).", _SleepArgs, sleep_run, effect="read"),
         Tool("boom", "Always raises (test).", _NoArgs, boom_run, effect="read"),
-        Tool("ctrl_c", "Raises KeyboardInterrupt (test).", _NoArgs, kbi_run, effect="read"),
+        Tool("ctrl_c", "Cancels the turn while it runs (test).", _NoArgs, kbi_run,
+             effect="read"),
     ]
+
+
+CURRENT: Harness | None = None
+"""The harness of the running test (the test tools cancel its turn)."""
 
 
 class Harness:
@@ -119,6 +127,13 @@ class Harness:
         self.history: list[dict[str, Any]] = []
         self.loop = Loop(provider, registry, Gate(self.approver, rules or []), self._emit,
                          workspace=workspace, limits=limits or Limits())
+        self.turn_token = CancelToken()
+        """The running turn's token: `cancel()` is what a front end's Ctrl-C or Esc does."""
+        global CURRENT
+        CURRENT = self
+
+    def cancel(self) -> None:
+        self.turn_token.cancel()
 
     def _emit(self, event: ev.AnyEvent) -> None:
         self.events.append(event)
@@ -126,7 +141,8 @@ class Harness:
             self.on_event(event)
 
     def turn(self, text: str = "go") -> TurnResult:
-        result = self.loop.run_turn(self.history, text)
+        self.turn_token = CancelToken()
+        result = self.loop.run_turn(self.history, text, self.turn_token)
         assert_history_valid(self.history)
         return result
 
@@ -662,7 +678,8 @@ def test_interrupt_while_the_model_replies_runs_nothing_and_history_stays_valid(
         if state["n"] == 1:
             return reply(use("t1", "multiply", {"a": 2, "b": 3}))
         if state["n"] == 2:
-            raise KeyboardInterrupt
+            h.cancel()  # Ctrl-C while the reply streams: the reply that arrives is not used
+            return reply(use("t9", "note", {"path": "never.txt", "content": "x"}))
         return done("back again")
 
     h = Harness(workspace, FunctionProvider(fn))
@@ -673,6 +690,7 @@ def test_interrupt_while_the_model_replies_runs_nothing_and_history_stays_valid(
     assert [i.during for i in interrupts] == ["model"]
     assert h.of_type(ev.TurnEnd)[-1].reason == "interrupted"
     assert h.history[-1]["role"] == "user"
+    assert not (workspace / "never.txt").exists()
     second = h.turn("go on")
     assert second.reason == "end_turn" and second.text == "back again"
 
@@ -700,8 +718,11 @@ def test_interrupt_from_a_tool_answers_every_pending_call(workspace: Path) -> No
 
 def test_interrupt_while_asking_for_approval_answers_every_pending_call(workspace: Path) -> None:
     class CtrlC:
+        """Ctrl-C while the question waits: the turn is cancelled, the question answered no."""
+
         def decide(self, request: Call) -> Decision:
-            raise KeyboardInterrupt
+            h.cancel()
+            return Denied(request.id, "the turn was cancelled", stop_turn=True)
 
     calls = [use("c1", "note", {"path": "a.txt", "content": "x"}),
              use("c2", "multiply", {"a": 1, "b": 1})]
@@ -713,16 +734,17 @@ def test_interrupt_while_asking_for_approval_answers_every_pending_call(workspac
     assert h.turn("again").reason == "end_turn"
 
 
-def test_sigint_while_a_tool_runs_interrupts_the_turn(workspace: Path) -> None:
-    """The real Ctrl-C path: SIGINT reaches the main thread, which waits for the tool."""
+def test_a_cancel_from_another_thread_while_a_tool_runs_interrupts_the_turn(
+        workspace: Path) -> None:
+    """The front end's path: a cancel from its thread while the engine waits for the tool."""
     timers: list[threading.Timer] = []
 
     class _Args(BaseModel):
         pass
 
     def sleeper(args: _Args, ctx: ToolContext) -> str:
-        # the tool is running (and the loop waiting for it) when the signal is scheduled
-        t = threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGINT))
+        # the tool is running (and the loop waiting for it) when the cancel is scheduled
+        t = threading.Timer(0.05, h.cancel)
         timers.append(t)
         t.start()
         ctx.cancel.wait(30)
@@ -732,7 +754,6 @@ def test_sigint_while_a_tool_runs_interrupts_the_turn(workspace: Path) -> None:
     calls = [use("c1", "sigsleep", {}), use("c2", "multiply", {"a": 3, "b": 3})]
     h = Harness(workspace, ScriptedProvider([reply(*calls), done("ok")]))
     h.registry.add(Tool("sigsleep", "Sleeps until cancelled.", _Args, sleeper, effect="read"))
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     try:
         result = h.turn()
     finally:
@@ -784,22 +805,23 @@ def test_registry_is_a_plain_registry() -> None:
 
 
 def test_interrupt_anywhere_else_still_answers_the_pending_calls(workspace: Path) -> None:
-    """Ctrl-C while an event is being written (here: the first result of a cut-off reply):
+    """A cancel while an event is being written (here: the first result of a cut-off reply):
     every closed call is answered and logged once."""
     fired: list[str] = []
 
     def on_event(event: ev.AnyEvent) -> None:
         if isinstance(event, ev.ToolResultEvent) and not fired:
             fired.append(event.id)
-            raise KeyboardInterrupt
+            h.cancel()
 
     cut = reply(use("a", "multiply", {"a": 1, "b": 1}), use("b", "note", {"path": "x"}),
                 stop="max_tokens")
     h = Harness(workspace, ScriptedProvider([cut, done()]), on_event=on_event)
     result = h.turn()
-    assert result.reason == "interrupted"
+    # The turn was already ending (the cut-off reply): it ends as that, with every call
+    # answered once; the cancel changes nothing more.
+    assert result.reason == "max_tokens"
     assert fired == ["a"]
-    assert h.of_type(ev.Interrupt)[-1].during == "turn"
     assert [e.id for e in h.of_type(ev.ToolResultEvent)] == ["a", "b"]
     (msg,) = h.result_messages()
     assert [b["tool_use_id"] for b in results_of(msg)] == ["a", "b"]
@@ -881,15 +903,15 @@ def test_a_tool_calling_sys_exit_does_not_end_the_session(workspace: Path) -> No
 # --------------------------------------------------------------------------- one home for closing
 
 
-def test_ctrl_c_in_a_sink_between_calls_keeps_the_real_results(workspace: Path) -> None:
-    """A Ctrl-C while the first call's result is being written: that result stays what it was
+def test_a_cancel_between_calls_keeps_the_real_results(workspace: Path) -> None:
+    """A cancel while the first call's result is being written: that result stays what it was
     (in the history and, once, in the log); the calls not reached are answered `not run`."""
     fired: list[str] = []
 
     def on_event(event: ev.AnyEvent) -> None:
         if isinstance(event, ev.ToolResultEvent) and not fired:
             fired.append(event.id)
-            raise KeyboardInterrupt
+            h.cancel()
 
     calls = [use("m1", "multiply", {"a": 2, "b": 3}), use("m2", "multiply", {"a": 1, "b": 1})]
     h = Harness(workspace, ScriptedProvider([reply(*calls), done()]), on_event=on_event)
@@ -900,22 +922,6 @@ def test_ctrl_c_in_a_sink_between_calls_keeps_the_real_results(workspace: Path) 
     assert blocks[1]["is_error"] and blocks[1]["content"] == NOT_RUN_INTERRUPTED
     assert [e.id for e in h.of_type(ev.ToolResultEvent)] == ["m1", "m2"]
     assert [e.id for e in h.of_type(ev.ToolProposed)] == ["m1", "m2"]
-
-
-def test_settling_an_escaped_interrupt_is_the_loops_job(workspace: Path) -> None:
-    """The REPL asks the loop; every call still waiting is proposed and answered, once."""
-    h = Harness(workspace, ScriptedProvider([done()]))
-    h.history[:] = [
-        {"role": "user", "content": [{"type": "text", "text": "go"}]},
-        {"role": "assistant", "content": [use("t1", "multiply", {"a": 1, "b": 1}),
-                                          use("t2", "note", {"path": "p", "content": "c"})]},
-    ]
-    h.loop.settle_interrupted(h.history, answered={"t1"})
-    assert_history_valid(h.history)
-    assert [b["content"] for b in results_of(h.history[-1])] == [NOT_RUN_INTERRUPTED] * 2
-    assert [e.id for e in h.of_type(ev.ToolProposed)] == ["t2"]
-    assert [e.id for e in h.of_type(ev.ToolResultEvent)] == ["t2"]
-    assert [e.type for e in h.logged()][-2:] == ["interrupt", "turn_end"]
 
 
 def test_a_tool_without_a_pydantic_model_is_called_like_any_other(workspace: Path) -> None:

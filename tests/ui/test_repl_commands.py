@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import itertools
 import json
+import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ from agent_cli.config import Settings
 from agent_cli.conversation import retract_unanswered
 from agent_cli.providers.scripted import ScriptedProvider
 from agent_cli.session import Session
-from agent_cli.tools.base import Tool
+from agent_cli.tools.base import Tool, ToolContext
 from agent_cli.tools.loader import load_tools
 from agent_cli.ui import repl
 from agent_cli.ui.render import Renderer
@@ -50,7 +51,8 @@ class Rig:
         self.session = Session(settings, workspace=workspace, provider=self.provider,
                                registry=registry,
                                approver=ScriptedApprover(answers),
-                               sinks=[Renderer(self.console)], log_path=self.log_path)
+                               sinks=[repl.TurnState(), Renderer(self.console)],
+                               log_path=self.log_path)
         self.session.start()
 
     def events(self) -> list[dict[str, Any]]:
@@ -204,44 +206,65 @@ def test_an_error_for_the_user_is_one_line_and_the_repl_goes_on(
     assert "SECOND" in out
 
 
-def test_ctrl_c_outside_the_loops_checkpoints_still_ends_the_turn_cleanly(
-        rig: Callable[..., Rig]) -> None:
-    """A Ctrl-C while a reply is being rendered escapes `send`; the REPL records it and goes on."""
-    r = rig([end_turn("FIRST"), end_turn("SECOND")])
+def test_a_ctrl_c_in_the_front_end_cancels_the_turn_and_the_engine_answers_it(
+        tmp_path: Path, workspace: Path) -> None:
+    """Ctrl-C lands in the terminal's thread (here: while it draws a tool's start), never in
+    the engine: the front end cancels, the engine answers the running and the waiting calls and
+    records the interrupt, and the REPL goes on with a valid conversation."""
+    from agent_cli.ui.turns import TerminalTurns
+
+    console = recording_console()
+    renderer = Renderer(console)
     fired: list[bool] = []
+    release = threading.Event()
 
-    def ctrl_c_while_rendering(event: ev.AnyEvent) -> None:
-        if isinstance(event, ev.ModelReply) and not fired:
+    def draw(event: ev.AnyEvent) -> None:
+        if isinstance(event, ev.ToolStarted) and not fired:
             fired.append(True)
-            raise KeyboardInterrupt
+            raise KeyboardInterrupt  # what Python does with SIGINT in the main thread
+        renderer(event)
 
-    r.session.sinks.append(ctrl_c_while_rendering)
-    out = r.run(["one", "two"])
+    class Waits(BaseModel):
+        pass
+
+    def wait_run(args: Waits, ctx: ToolContext) -> str:
+        release.set()
+        assert ctx.cancel.wait(30), "the cancel reached the running tool"
+        return "stopped"
+
+    registry, _ = load_tools([])
+    registry.add(Tool("waits", "Waits until cancelled (test).", Waits, wait_run, effect="read"))
+    provider = ScriptedProvider([
+        {"content": [{"type": "tool_use", "id": "w1", "name": "waits", "input": {}},
+                     {"type": "tool_use", "id": "w2", "name": "waits", "input": {}}],
+         "stop_reason": "tool_use"}, end_turn("SECOND")])
+    turns = TerminalTurns(draw, ScriptedApprover([]))
+    session = Session(Settings(provider="scripted"), workspace=workspace, provider=provider,
+                      registry=registry, sinks=[turns.outbox], log_path=tmp_path / "s.jsonl")
+    turns.attach(session)
+    session.start()
+    feed = iter(["one", "two"])
+
+    def read() -> str:
+        line = next(feed, None)
+        if line is None:
+            raise EOFError
+        return line
+
+    repl.run_repl(session, console, read, turns=turns)
+    session.close()
+    out = console.export_text()
+    assert fired and release.is_set()
     assert "SECOND" in out
-    kinds = [(e["type"], e.get("reason") or e.get("during")) for e in r.events()
+    events = [json.loads(x) for x in (tmp_path / "s.jsonl").read_text().splitlines()]
+    results = [(e["id"], e["content"]) for e in events if e["type"] == "tool_result"]
+    assert [r[0] for r in results] == ["w1", "w2"]  # one result each, in order
+    assert "interrupted" in results[0][1] and "not run" in results[1][1]
+    kinds = [(e["type"], e.get("reason") or e.get("during")) for e in events
              if e["type"] in ("interrupt", "turn_end")]
-    assert kinds[:2] == [("interrupt", "turn"), ("turn_end", "interrupted")]
-    assert kinds[-1] == ("turn_end", "end_turn")
-    roles = [m["role"] for m in r.provider.requests[-1].messages]
+    assert kinds == [("interrupt", "tool"), ("turn_end", "interrupted"), ("turn_end", "end_turn")]
+    roles = [m["role"] for m in provider.requests[-1].messages]
     assert all(a != b for a, b in itertools.pairwise(roles))  # still alternating
-
-
-def test_settling_an_interrupted_turn_answers_every_pending_call(
-        rig: Callable[..., Rig]) -> None:
-    r = rig()
-    r.session.history[:] = [
-        {"role": "user", "content": [{"type": "text", "text": "go"}]},
-        {"role": "assistant", "content": [
-            {"type": "tool_use", "id": "t1", "name": "read_file", "input": {"path": "a"}},
-            {"type": "tool_use", "id": "t2", "name": "write_file", "input": {}}]},
-    ]
-    r.session.settle_interrupted_turn(answered={"t1"})
-    last = r.session.history[-1]
-    assert last["role"] == "user"
-    assert [b["tool_use_id"] for b in last["content"]] == ["t1", "t2"]
-    assert all(b["is_error"] for b in last["content"])
-    logged = [e["id"] for e in r.events() if e["type"] == "tool_result"]
-    assert logged == ["t2"]  # t1 already had its result in the log
 
 
 def test_a_path_is_a_message_not_a_command(rig: Callable[..., Rig]) -> None:

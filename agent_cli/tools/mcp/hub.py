@@ -5,11 +5,11 @@ blocking portal); each server is one long-lived task that owns its `Client` cont
 to stop, so cancel scopes nest the way anyio wants. The rest of agent-cli stays synchronous:
 
 - `MCPHub.start()` returns at once; servers connect in the background.
-- `MCPHub.sync()` runs on the main thread only (before each model request, at session start, in
-  `/mcp`): it adds and removes the hub's tools in the registry and emits the notices queued by the
-  background thread. The registry and the session log are never touched from another thread.
-- A tool's `run` (already on the loop's worker thread) hands the call to the portal and waits,
-  polling the loop's cancel flag so Ctrl-C reaches the server as a cancellation.
+- `MCPHub.sync()` runs where the session works, never on the portal's thread (before each model
+  request on the turn's thread; at start and in `/mcp` between turns): it adds and removes the
+  hub's tools in the registry and emits the notices the background thread queued.
+- A tool's `run` (on the loop's worker thread) hands the call to the portal and waits, polling
+  its cancel event so a cancel of the turn reaches the server as a cancellation.
 
 Trust: annotations are hints from the server, shown as claims. Every MCP tool is `write` unless
 its server is configured `trusted` and the tool says readOnlyHint true (see adapt.py, which turns
@@ -17,11 +17,9 @@ a listed tool into a Tool; results.py turns what a call returns into its output)
 definitions are pinned on first use (see pins.py); a changed one is kept out until the user
 accepts it.
 
-The package: hub (this module: lifecycle, the registry sync, calls), serve (each server's task on
-the portal thread), restart (`/mcp restart`, reconnecting a remote server that dropped),
-features (resources, prompts, progress, instructions), state (what the hub knows and the typed
-views it hands out), adapt, results, pins, transport, oauth (sign-in of remote servers), and
-config and foreign (writing and editing `[mcp.servers.NAME]` tables, other clients' files).
+The package: hub (lifecycle, registry sync, calls), serve (each server's task), restart, features
+(resources, prompts, progress, instructions), state, adapt, results, pins, transport, oauth, and
+config and foreign (the `[mcp.servers.NAME]` tables, other clients' files).
 
 `mcp` and `jsonschema` are an optional extra: nothing here imports them at module level.
 """
@@ -40,6 +38,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agent_cli.sandbox.policy import current as current_sandbox
+from agent_cli.sandbox.policy import scope as sandbox_scope
 from agent_cli.tools.base import Tool, ToolContext, ToolOutput, canonical_json
 from agent_cli.tools.mcp.adapt import NAME_OK, describe_claims
 from agent_cli.tools.mcp.features import HubFeatures
@@ -64,6 +64,7 @@ from agent_cli.tools.mcp.transport import describe_endpoint, end_marked_processe
 if TYPE_CHECKING:
     from agent_cli import events as ev
     from agent_cli.config import MCPServer, Settings
+    from agent_cli.sandbox.policy import Sandbox
     from agent_cli.tools.registry import Registry
 
 
@@ -85,11 +86,13 @@ class MCPHub(ServerTasks, HubFeatures, ServerRestarts):
         session_id: str,
         pin_first_use: bool = True,
         workspace: Path | None = None,
+        sandbox: Sandbox | None = None,
     ) -> None:
         self.registry = registry
         """The session's registry: `sync` adds the offered tools and removes the rest."""
         self.workspace = workspace
         """The session's workspace; never a server's working folder (see _neutral_cwd)."""
+        self.sandbox = sandbox if sandbox is not None else current_sandbox()  # its session's
         self.emit = emit
         """Where `sync` sends the queued notices (None: `agent-cli mcp`, which shows state)."""
         self.pins = PinStore(home / "mcp-pins.json")
@@ -175,7 +178,7 @@ class MCPHub(ServerTasks, HubFeatures, ServerRestarts):
         now = time.monotonic()
         for st in todo:  # bounds the wait for the boot and the SDK import; _serve resets it
             st.deadline = now + BOOT_HEAD_START_S + BOOT_ALLOWANCE_S + st.config.startup_timeout_s
-        self._boot = threading.Thread(target=self._boot_servers, args=(todo,),
+        self._boot = threading.Thread(target=self._in_scope, args=(self._boot_servers, todo),
                                       name="agent-cli-mcp-boot", daemon=True)
         self._boot.start()
         atexit.register(self.close)
@@ -183,6 +186,11 @@ class MCPHub(ServerTasks, HubFeatures, ServerRestarts):
                   "their tools join when ready (/mcp shows the state).")
         for line in grant_lines(todo):
             self.note(line, "mcp_error")
+
+    def _in_scope(self, work: Callable[..., None], *args: Any) -> None:
+        """A hub thread: its servers are confined by this session's sandbox, whoever else runs."""
+        with sandbox_scope(self.sandbox):
+            work(*args)
 
     def _boot_servers(self, todo: list[ServerState]) -> None:
         # Give the main thread a head start to bring up the prompt (the SDK import and two
@@ -223,7 +231,8 @@ class MCPHub(ServerTasks, HubFeatures, ServerRestarts):
                 if not box.done():
                     box.set_exception(e)
 
-        self._thread = threading.Thread(target=target, name="agent-cli-mcp", daemon=True)
+        self._thread = threading.Thread(target=self._in_scope, args=(target,),
+                                        name="agent-cli-mcp", daemon=True)
         self._thread.start()
         return box.result(timeout=10)
 
@@ -465,7 +474,8 @@ class MCPHub(ServerTasks, HubFeatures, ServerRestarts):
 
 
 def start_hub(settings: Settings, registry: Registry, emit: Callable[[ev.AnyEvent], None], *,
-              session_id: str, workspace: Path) -> MCPHub | None:
+              session_id: str, workspace: Path, sandbox: Sandbox | None = None
+              ) -> MCPHub | None:
     """Start the configured MCP servers in the background (their tools join `registry` when
     ready, through the hub's sync); None when none is configured. The caller gives the loop
     `hub.request_hook` and closes the hub with the session."""
@@ -475,7 +485,7 @@ def start_hub(settings: Settings, registry: Registry, emit: Callable[[ev.AnyEven
     if not servers:
         return None
     hub = MCPHub(servers, registry, emit, home=home(), session_id=session_id,
-                 workspace=workspace)
+                 workspace=workspace, sandbox=sandbox)
     try:
         hub.start()
     except Exception as e:  # never let a broken MCP setup stop the session

@@ -1,0 +1,124 @@
+"""Cancellation as a value: a token the engine checks where it waits.
+
+A front end (the terminal's Ctrl-C, Esc, SIGTERM or SIGHUP; an editor's `session/cancel`) calls
+`Session.cancel`, which cancels the running turn's token from whatever thread it is on. The
+engine never sees an exception land at a random point: it looks at the token where it waits
+(the model's reply, a running tool, an approval question, a retry's pause), and each wait ends
+at once because cancelling wakes it. What was done is kept; every call still waiting is answered
+"interrupted" by the engine itself, in the one place a turn stop is caught.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable
+
+
+class CancelToken:
+    """Set once, from any thread; `wait` returns as soon as it is set or the awaited event is.
+
+    Callbacks (`on_cancel`) run in the cancelling thread, once, right after the token is set:
+    they must be quick and take no lock the engine may hold (setting an Event is the norm)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._set = threading.Event()
+        self._reason: str | None = None
+        self._callbacks: list[Callable[[], None]] = []
+
+    @property
+    def cancelled(self) -> bool:
+        return self._set.is_set()
+
+    @property
+    def reason(self) -> str | None:
+        """Who cancelled: "user" (Ctrl-C, Esc, an editor), "signal SIGTERM", ... or None."""
+        return self._reason
+
+    def cancel(self, reason: str = "user") -> bool:
+        """Cancel; True for the call that did it (a second cancel changes nothing)."""
+        with self._lock:
+            if self._set.is_set():
+                return False
+            self._reason = reason
+            self._set.set()
+            callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            callback()
+        return True
+
+    def on_cancel(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Run `callback` when the token is cancelled (at once when it already is). Returns the
+        function that takes it back, for a wait that ended the other way."""
+        with self._lock:
+            if not self._set.is_set():
+                self._callbacks.append(callback)
+                return lambda: self._forget(callback)
+        callback()
+        return lambda: None
+
+    def _forget(self, callback: Callable[[], None]) -> None:
+        with self._lock, contextlib.suppress(ValueError):
+            self._callbacks.remove(callback)
+
+    def wait(self, event: threading.Event, timeout: float | None = None) -> bool:
+        """Wait until `event` is set, the token is cancelled, or `timeout` passes; returns
+        whether `event` is set. One wake-up event serves both, so no wait polls."""
+        if event.is_set() or self.cancelled:
+            return event.is_set()
+        wake = threading.Event()
+        forget = self.on_cancel(wake.set)
+        watcher = _chain(event, wake)
+        try:
+            wake.wait(timeout)
+        finally:
+            forget()
+            watcher()
+        return event.is_set()
+
+
+def _chain(event: threading.Event, wake: threading.Event) -> Callable[[], None]:
+    """Make `event` wake `wake` too while a wait lasts: at once for a `LinkedEvent`; a plain Event
+    (a tool's own) is watched by a relay thread for the length of the wait."""
+    if isinstance(event, LinkedEvent):
+        return event.link(wake)
+    stop = threading.Event()
+
+    def relay() -> None:
+        while not stop.is_set() and not wake.is_set():
+            if event.wait(0.05):
+                wake.set()
+                return
+
+    thread = threading.Thread(target=relay, name="cancel-relay", daemon=True)
+    thread.start()
+    return stop.set
+
+
+class LinkedEvent(threading.Event):
+    """An Event that wakes the token waits linked to it the moment it is set (no polling)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._links: list[threading.Event] = []
+        self._links_lock = threading.Lock()
+
+    def set(self) -> None:
+        super().set()
+        with self._links_lock:
+            links = list(self._links)
+        for wake in links:
+            wake.set()
+
+    def link(self, wake: threading.Event) -> Callable[[], None]:
+        with self._links_lock:
+            self._links.append(wake)
+        if self.is_set():
+            wake.set()
+
+        def unlink() -> None:
+            with self._links_lock, contextlib.suppress(ValueError):
+                self._links.remove(wake)
+
+        return unlink
