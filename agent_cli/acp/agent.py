@@ -2,9 +2,9 @@
 
 The reader thread (wire.Channel.serve) answers `initialize` and `authenticate` itself, takes
 `session/cancel` at once, and queues `session/new`, `session/load` and `session/prompt` for the
-main thread, which runs them one at a time (a turn must run on the main thread: see turns.py).
-One session is live at a time (the sandbox and the protected paths are per process today): a new
-or loaded session closes the one before, whose id then answers with an error saying so.
+main thread, which runs them one at a time (a turn runs on the engine's own thread meanwhile;
+see turns.py). One session is live at a time: a new or loaded session closes the one before,
+whose id then answers with an error saying so.
 docs/acp.md is the contract.
 """
 
@@ -189,7 +189,7 @@ class Agent:
 
         self._close_live("replaced")
         turns = Turns(self.channel, via=f"acp:{self.client}")
-        session, said = open_session(self.options, params, approver=turns, sink=turns.sink,
+        session, said = open_session(self.options, params, sink=turns.sink,
                                      client=self.client, history=history,
                                      continues=continues)
         turns.session = session

@@ -12,11 +12,10 @@ from agent_cli.acp.wire import RpcError
 
 if TYPE_CHECKING:
     from agent_cli.acp.agent import Options
-    from agent_cli.approval import Approver
     from agent_cli.session import Session, Sink
 
 
-def open_session(options: Options, params: dict[str, Any], *, approver: Approver, sink: Sink,
+def open_session(options: Options, params: dict[str, Any], *, sink: Sink,
                  client: str, history: list[dict[str, Any]] | None, continues: str | None
                  ) -> tuple[Session, list[str]]:
     """The session and the sentences to log and show once it started."""
@@ -33,7 +32,9 @@ def open_session(options: Options, params: dict[str, Any], *, approver: Approver
         mcp = dict(settings.mcp)
         mcp["servers"] = {**configured, **extra}
         settings = settings.model_copy(update={"mcp": mcp})
-    session = Session.create(settings, workspace=workspace, approver=approver, sinks=[sink],
+    # No approver: a call that needs a yes is announced to the sink (ApprovalNeeded) and waits
+    # for Session.answer, which the client's answer to session/request_permission gives.
+    session = Session.create(settings, workspace=workspace, sinks=[sink],
                              tools_dirs=options.tools_dirs, log_path=options.log,
                              history=history, continues=continues)
     return session, notes

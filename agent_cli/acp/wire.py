@@ -63,6 +63,8 @@ class Pending:
     done: threading.Event = field(default_factory=threading.Event)
     result: Any = None
     error: dict[str, Any] | None = None
+    on_done: Callable[[Pending], None] | None = None
+    """Called once with this Pending when it is resolved (on the reader thread)."""
 
     def wait(self, timeout: float | None = None) -> Any:
         if not self.done.wait(timeout):
@@ -114,12 +116,14 @@ class Channel:
         self._send({"jsonrpc": "2.0", "id": msg_id, "error": error.as_json()})
 
     def request(self, method: str, params: dict[str, Any],
-                done: threading.Event | None = None) -> Pending:
-        """Send a request; its answer resolves the returned Pending and sets `done` (given: an
-        event the caller also sets for other reasons, e.g. a cancel)."""
+                done: threading.Event | None = None,
+                on_done: Callable[[Pending], None] | None = None) -> Pending:
+        """Send a request; its answer resolves the returned Pending, sets `done` (given: an
+        event the caller also sets for other reasons, e.g. a cancel) and calls `on_done`."""
         with self._lock:
             self._next_id += 1
-            pending = Pending(self._next_id, done if done is not None else threading.Event())
+            pending = Pending(self._next_id, done if done is not None else threading.Event(),
+                              on_done=on_done)
             self._pending[pending.id] = pending
         self._send({"jsonrpc": "2.0", "id": pending.id, "method": method, "params": params})
         if self.closed.is_set():
@@ -139,6 +143,8 @@ class Channel:
             return  # an answer to nothing we asked (or asked and gave up on): ignored
         pending.result, pending.error = result, error
         pending.done.set()
+        if pending.on_done is not None:
+            pending.on_done(pending)
 
     # -- reading -------------------------------------------------------------------------------
 

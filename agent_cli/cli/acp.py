@@ -35,7 +35,8 @@ def acp(common: Common) -> None:
 
 
 def serve(common: Common) -> None:
-    """Speak the protocol until the client closes the stream or a SIGTERM/SIGHUP ends it."""
+    """Speak the protocol until the client closes the stream or a signal (SIGTERM, SIGHUP,
+    SIGINT) ends it: the running turn is cancelled and the log closed first."""
     from agent_cli.acp.agent import Agent, Options
     from agent_cli.acp.wire import Channel
 
@@ -57,15 +58,15 @@ def serve(common: Common) -> None:
     def ending(signum: int, frame: object) -> None:
         # On a thread of its own: a handler must not take the locks the main thread may hold.
         received.append(signum)
-        name = signal.Signals(signum).name.lower()
+        name = "signal " + signal.Signals(signum).name  # (the session_end reason chat writes)
         threading.Thread(target=agent.stop, args=(name,), daemon=True).start()
 
-    for signum in (signal.SIGTERM, signal.SIGHUP):
+    for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
         signal.signal(signum, ending)
     try:
         agent.run()
     finally:
         os.close(proto_in)
         os.close(proto_out)
-    if received:  # 143 / 129, as chat and run exit
+    if received:  # 143 / 129 / 130, as chat and run exit
         raise typer.Exit(128 + received[0])

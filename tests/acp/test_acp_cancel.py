@@ -92,7 +92,8 @@ def test_cancel_during_a_pending_question_resolves_it_as_cancelled(tmp_path: Pat
     assert not (workspace / "a.txt").exists()
     records = log_records(log)
     [approval] = [r for r in records if r["type"] == "approval"]
-    assert (approval["decision"], approval["by"]) == ("denied", "user")
+    assert (approval["decision"], approval["by"], approval["via"]) == ("denied", "user",
+                                                                       "acp:test-editor")
     assert [r["reason"] for r in records if r["type"] == "turn_end"] == ["interrupted"]
 
 
@@ -143,5 +144,5 @@ def test_sigterm_during_a_running_command_ends_it_and_closes_the_log(tmp_path: P
 
     assert asyncio.run(scenario()) == 143
     records = log_records(log)
-    assert records[-1]["type"] == "session_end" and records[-1]["reason"] == "sigterm"
+    assert records[-1]["type"] == "session_end" and records[-1]["reason"] == "signal SIGTERM"
     assert [r["id"] for r in records if r["type"] == "tool_result"] == ["c1"]

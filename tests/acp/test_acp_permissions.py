@@ -41,7 +41,7 @@ def test_allowed_write_runs_and_is_logged_as_the_users(tmp_path: Path, workspace
     assert any("hello from the model" in c["content"]["text"] for c in call["content"])  # preview
     [approval] = [r for r in log_records(log) if r["type"] == "approval"]
     assert (approval["decision"], approval["by"]) == ("approved", "user")
-    assert approval.get("via", "acp:test-editor") == "acp:test-editor"  # TODO engine
+    assert approval["via"] == "acp:test-editor"
     # The client saw the call's life: proposed (pending), running, done with a diff.
     states = [(u["sessionUpdate"], u.get("status")) for u in client.updates
               if u.get("toolCallId") == "w1"]
@@ -59,7 +59,8 @@ def test_rejected_write_is_not_run(tmp_path: Path, workspace: Path) -> None:
     assert stop == "end_turn"
     assert not (workspace / "notes.txt").exists()
     [approval] = [r for r in log_records(log) if r["type"] == "approval"]
-    assert (approval["decision"], approval["by"]) == ("denied", "user")
+    assert (approval["decision"], approval["by"], approval["via"]) == ("denied", "user",
+                                                                       "acp:test-editor")
     assert [u.get("status") for u in client.updates if u.get("toolCallId") == "w1"] == [
         "pending", "failed", "failed"]
 
