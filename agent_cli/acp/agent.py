@@ -1,10 +1,10 @@
 """`agent-cli acp`: the Agent Client Protocol's methods over agent-cli sessions.
 
-The reader thread (wire.Channel.serve) answers `initialize` and `authenticate` itself, takes
-`session/cancel` at once, and queues `session/new`, `session/load` and `session/prompt` for the
-main thread, which runs them one at a time (a turn runs on the engine's own thread meanwhile;
-see turns.py). One session is live at a time: a new or loaded session closes the one before,
-whose id then answers with an error saying so.
+The reader thread (wire.Channel.serve) answers `initialize`, `authenticate` and
+`session/set_mode` itself, takes `session/cancel` at once, and queues `session/new`,
+`session/load` and `session/prompt` for the main thread, which runs them one at a time (a turn
+runs on the engine's own thread meanwhile; see turns.py). One session is live at a time: a new
+or loaded session closes the one before, whose id then answers with an error saying so.
 docs/acp.md is the contract.
 """
 
@@ -79,8 +79,9 @@ class Agent:
             live = self.live
             if live is not None and msg.params.get("sessionId") == live.id:
                 live.turns.cancel()
-        elif msg.method in ("session/new", "session/load", "session/prompt",
-                            "session/set_mode"):
+        elif msg.method == "session/set_mode":  # (the engine takes it from any thread)
+            self._reply(msg, self.set_mode)
+        elif msg.method in ("session/new", "session/load", "session/prompt"):
             self._jobs.put(msg)
         elif msg.id is not None:
             self.channel.fail(msg.id, RpcError(wire.METHOD_NOT_FOUND,
@@ -113,8 +114,7 @@ class Agent:
                 if msg is None or (self._stopping and msg.method == "session/prompt"):
                     break
                 handler = {"session/new": self.new_session, "session/load": self.load_session,
-                           "session/prompt": self.prompt,
-                           "session/set_mode": self.set_mode}[msg.method]
+                           "session/prompt": self.prompt}[msg.method]
                 self._reply(msg, handler)
         finally:
             self._close_live(self.end_reason)
@@ -178,7 +178,7 @@ class Agent:
         mode = params.get("modeId")
         if mode not in ("normal", "read-only"):
             raise RpcError(wire.INVALID_PARAMS, f"no mode {mode!s}: normal or read-only")
-        live.session.set_read_only(mode == "read-only")
+        live.session.set_mode(read_only=mode == "read-only")
         live.turns.update({"sessionUpdate": "current_mode_update", "currentModeId": mode})
         return {}
 
