@@ -200,6 +200,7 @@ class Agent:
         self.live = live
         try:
             session.start()
+            _attach_instructions(session)
             from agent_cli import events as ev
 
             for note in [*said, *(notes or [])]:
@@ -246,6 +247,17 @@ class Agent:
         if result.reason in SAID_REASONS and result.message:
             live.turns.update(say(result.message))
         return {"stopReason": stop_reason(result.reason)}
+
+
+def _attach_instructions(session: Session) -> None:
+    """Config `instructions` (the project's AGENTS.md and the like), as chat and run attach
+    them; nobody can be asked in the editor about a file that changed since it was trusted, so
+    such a file is left out with a notice that says how to trust it (`agent-cli trust FILE`)."""
+    from agent_cli import instructions as ins
+
+    files = ins.resolve(session.settings.instructions, [], session.workspace)
+    if files:
+        ins.attach(session, ins.load(files, None))
 
 
 def _modes(session: Session) -> dict[str, Any]:

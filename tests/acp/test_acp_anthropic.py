@@ -110,3 +110,42 @@ def test_max_turns_is_max_turn_requests(tmp_path: Path, workspace: Path) -> None
 
     assert asyncio.run(scenario()) == "max_turn_requests"
     assert "[agent-cli]" in client.text()  # the turn limit's sentence, said in the thread
+
+
+def test_the_common_options_hold(tmp_path: Path, workspace: Path, api_key: None) -> None:
+    """--workspace wins over the editor's cwd (and says so), --config's deny rule refuses before
+    any question, its project instructions reach the model, --sandbox off is on the record."""
+    elsewhere = tmp_path / "editor-folder"
+    elsewhere.mkdir()
+    (workspace / "AGENTS.md").write_text("Always answer in haiku.\n", encoding="utf-8")
+    log = tmp_path / "s.jsonl"
+    config = tmp_path / "c.toml"
+    config.write_text('retries = 0\ninstructions = ["AGENTS.md"]\n[[deny]]\ntool = "write_file"\n'
+                      'args = { path = "locked*" }\nreason = "locked files stay"\n',
+                      encoding="utf-8")
+    client = Recorder(policy="allow")
+    with FakeAnthropic() as fake:
+        fake.add(tool_reply(("d1", "write_file", {"path": "locked.txt", "content": "x"}),
+                            ("c1", "run_command", {"command": ["true"]})),
+                 text_reply("ok"))
+
+        async def scenario() -> None:
+            async with agent(client, "--provider", "anthropic", "--base-url", fake.base_url,
+                             "--model", "claude-test", "--config", str(config), "--log",
+                             str(log), "--workspace", str(workspace), "--sandbox", "off",
+                             stderr=tmp_path / "e.txt") as conn:
+                new = await conn.new_session(cwd=str(elsewhere), mcp_servers=[])
+                await conn.prompt(session_id=new.session_id,
+                                  prompt=[{"type": "text", "text": "go"}])
+
+        asyncio.run(scenario())
+        first = fake.requests[0].body
+    assert "Always answer in haiku." in str(first["messages"])
+    assert f"The workspace is {workspace} (--workspace)" in client.text()
+    records = log_records(log)
+    assert records[0]["workspace"] == str(workspace)
+    approvals = {r["id"]: r for r in records if r["type"] == "approval"}
+    assert (approvals["d1"]["by"], approvals["c1"]["by"]) == ("rule", "user")
+    assert [q["toolCall"]["toolCallId"] for q in client.questions] == ["c1"]
+    [started] = [r for r in records if r["type"] == "tool_started"]
+    assert started["sandbox"]["mode"] == "off"
