@@ -7,6 +7,7 @@ output is the `tool_result` content the model saw (redacted like the log), never
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -24,6 +25,11 @@ STOP_REASONS: dict[str, str] = {
 """TurnResult.reason -> ACP stopReason. Every other reason (budget, repeated_failure, error)
 answers end_turn after an agent_message_chunk with the turn's sentence; log_unwritable answers
 a JSON-RPC error instead (the record cannot be kept, so the session ends)."""
+
+LIVE_OUTPUT_CAP = 32 * 1024
+"""A running command's output is shown live up to its last this many characters."""
+LIVE_OUTPUT_EVERY_S = 0.25
+"""At most one live-output update per call this often (the result replaces it anyway)."""
 
 SAID_REASONS = frozenset({"budget", "repeated_failure", "error", "max_turns", "max_tokens",
                           "refusal"})
@@ -88,6 +94,8 @@ class EventMapper:
         self.workspace = workspace
         self.redact = redact
         self._diffs: dict[str, list[dict[str, Any]]] = {}
+        self._output: dict[str, tuple[str, float]] = {}
+        """A running call's output so far, and when it was last sent."""
 
     def __call__(self, event: ev.AnyEvent) -> list[dict[str, Any]]:
         if isinstance(event, ev.TextDelta):
@@ -108,12 +116,15 @@ class EventMapper:
             return []
         if isinstance(event, ev.ToolStarted):
             return [progress(event.id, "in_progress")]
+        if isinstance(event, ev.ToolOutputDelta):
+            return self._live(event)
         if isinstance(event, ev.Effects):
             from agent_cli.acp.diffs import diff_blocks
 
             self._diffs[event.id] = diff_blocks(event, self.redact)
             return []
         if isinstance(event, ev.ToolResultEvent):
+            self._output.pop(event.id, None)
             content = [text_content(event.content), *self._diffs.pop(event.id, [])]
             return [progress(event.id, "failed" if event.is_error else "completed", content,
                              raw_output={"content": event.content, "isError": event.is_error})]
@@ -122,6 +133,19 @@ class EventMapper:
         if isinstance(event, ev.ErrorEvent):
             return [say(event.message)]
         return []
+
+
+    def _live(self, event: ev.ToolOutputDelta) -> list[dict[str, Any]]:
+        """The output so far (its tail, redacted like the log), at most every
+        LIVE_OUTPUT_EVERY_S: the client replaces a call's content with each update."""
+        text, sent = self._output.get(event.id, ("", 0.0))
+        text = (text + event.text)[-LIVE_OUTPUT_CAP:]
+        now = time.monotonic()
+        if now - sent < LIVE_OUTPUT_EVERY_S:
+            self._output[event.id] = (text, sent)
+            return []
+        self._output[event.id] = (text, now)
+        return [progress(event.id, "in_progress", [text_content(self.redact(text))])]
 
 
 def progress(call_id: str, status: str, content: list[dict[str, Any]] | None = None,

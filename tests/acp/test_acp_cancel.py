@@ -40,8 +40,9 @@ def _processes_with(marker: str) -> list[int]:
 def test_cancel_during_a_running_command_ends_its_processes(tmp_path: Path,
                                                             workspace: Path) -> None:
     marker = f"{secrets.randbelow(10**6) + 10**6}.5"  # a `sleep` of ~12 days, named uniquely
-    play = script(tmp_path / "script.json", [command_call("c1", ["sleep", marker]),
-                                             text("never reached")])
+    play = script(tmp_path / "script.json", [
+        command_call("c1", ["sh", "-c", f"echo started up; exec sleep {marker}"]),
+        text("never reached")])
     log = tmp_path / "session.jsonl"
     client = Recorder(policy="allow")
 
@@ -52,6 +53,9 @@ def test_cancel_during_a_running_command_ends_its_processes(tmp_path: Path,
             turn = asyncio.create_task(conn.prompt(
                 session_id=new.session_id, prompt=[{"type": "text", "text": "wait"}]))
             await until(lambda: _processes_with(marker), "the command to start")
+            await until(lambda: any("started up" in str(u.get("content")) for u in client.updates
+                                    if u.get("status") == "in_progress"),
+                        "the command's output, live")
             await conn.cancel(session_id=new.session_id)
             answer = await asyncio.wait_for(turn, 120)
             await until(lambda: not _processes_with(marker), "the command's processes to end")

@@ -190,6 +190,7 @@ def test_stdout_carries_only_json_rpc(tmp_path: Path, workspace: Path) -> None:
               "params": {"protocolVersion": 1, "clientCapabilities": {}}})
         init = answer_to(1)["result"]
         assert init["protocolVersion"] == 1
+        assert init["agentInfo"]["name"] == "agent-cli"
         assert init["agentCapabilities"]["loadSession"] is True
         assert init["agentCapabilities"]["promptCapabilities"]["embeddedContext"] is True
         send({"jsonrpc": "2.0", "id": 2, "method": "session/new",

@@ -140,3 +140,16 @@ def test_the_codec_one_object_a_line_and_answers_to_our_requests() -> None:
     assert [(m.method, m.id) for m in got] == [("m", 7)]
     os.close(from_agent_w)
     out.close()
+
+
+def test_live_output_is_sent_at_a_bounded_rate_and_redacted() -> None:
+    mapper = EventMapper(lambda name: "write", "/ws", lambda t: t.replace("sk-x", "[R]"))
+    [first] = mapper(ev.ToolOutputDelta("c1", "one sk-x\n"))
+    assert first["status"] == "in_progress"
+    assert first["content"][0]["content"]["text"] == "one [R]\n"
+    assert mapper(ev.ToolOutputDelta("c1", "two\n")) == []  # (within the interval: held)
+    [done] = mapper(ev.ToolResultEvent(id="c1", name="run_command", is_error=False,
+                                       content="all"))
+    assert done["status"] == "completed"
+    [again] = mapper(ev.ToolOutputDelta("c1", "three"))  # a new run of the id starts over
+    assert again["content"][0]["content"]["text"] == "three"
