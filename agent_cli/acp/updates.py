@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agent_cli import events as ev
-from agent_cli.safe_text import one_line
+from agent_cli.safe_text import one_line, sanitize
 
 STOP_REASONS: dict[str, str] = {
     "end_turn": "end_turn",
@@ -68,12 +68,17 @@ def tool_title(name: str, args: Any) -> str:
 
 
 def text_chunk(text: str, kind: str = "agent_message_chunk") -> dict[str, Any]:
-    return {"sessionUpdate": kind, "content": {"type": "text", "text": text}}
+    """A message chunk. Text from outside (the model, a log) is sanitised as for the terminal
+    (safe_text.py: escapes, bidi and invisible characters become visible tokens); padding is
+    not collapsed here, since a stream's chunks cut runs anyway."""
+    return {"sessionUpdate": kind,
+            "content": {"type": "text", "text": sanitize(text, collapse_padding=False)}}
 
 
 def text_content(text: str) -> dict[str, Any]:
-    """A ToolCallContent of plain text."""
-    return {"type": "content", "content": {"type": "text", "text": text}}
+    """A ToolCallContent of text (a result, a preview, a reason), sanitised as the panel
+    shows it. Diffs are not: their text is the file's, for the editor to compare."""
+    return {"type": "content", "content": {"type": "text", "text": sanitize(text)}}
 
 
 def say(message: str) -> dict[str, Any]:
@@ -126,8 +131,7 @@ class EventMapper:
         if isinstance(event, ev.ToolResultEvent):
             self._output.pop(event.id, None)
             content = [text_content(event.content), *self._diffs.pop(event.id, [])]
-            return [progress(event.id, "failed" if event.is_error else "completed", content,
-                             raw_output={"content": event.content, "isError": event.is_error})]
+            return [progress(event.id, "failed" if event.is_error else "completed", content)]
         if isinstance(event, ev.Notice):
             return [say(event.message)]
         if isinstance(event, ev.ErrorEvent):
@@ -148,14 +152,12 @@ class EventMapper:
         return [progress(event.id, "in_progress", [text_content(self.redact(text))])]
 
 
-def progress(call_id: str, status: str, content: list[dict[str, Any]] | None = None,
-             raw_output: Any = None) -> dict[str, Any]:
+def progress(call_id: str, status: str, content: list[dict[str, Any]] | None = None
+             ) -> dict[str, Any]:
     update: dict[str, Any] = {"sessionUpdate": "tool_call_update", "toolCallId": call_id,
                               "status": status}
     if content is not None:
         update["content"] = content
-    if raw_output is not None:
-        update["rawOutput"] = raw_output
     return update
 
 

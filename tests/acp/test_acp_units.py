@@ -153,3 +153,18 @@ def test_live_output_is_sent_at_a_bounded_rate_and_redacted() -> None:
     assert done["status"] == "completed"
     [again] = mapper(ev.ToolOutputDelta("c1", "three"))  # a new run of the id starts over
     assert again["content"][0]["content"]["text"] == "three"
+
+
+def test_outside_text_reaches_the_editor_with_its_hidden_characters_shown() -> None:
+    """Model text, a result and the preview the question shows: escapes, bidi overrides and
+    zero-width characters become visible tokens, as in the terminal panel."""
+    mapper = EventMapper(lambda name: "write", "/ws")
+    [chunk] = mapper(ev.TextDelta("ok\x1b]52;c;cm0=\x07 \u202edone"))
+    [result] = mapper(ev.ToolResultEvent(id="c1", name="t", is_error=False,
+                                         content="fine\u200b\rFAKE"))
+    hostile = Call(id="c2", name="write_file", effect="write", args={"path": "a"},
+                   args_hash="h", preview="+safe\u202e line", panel_extra={"server": "x\x1b[2J"})
+    shown = json.dumps([chunk, result, permission.question("s", hostile)], ensure_ascii=False)
+    for raw in ("\x1b", "\u202e", "\u200b", "\r"):
+        assert raw not in shown
+    assert "<U+202E>" in shown and "\\\\x1b" in shown
