@@ -169,7 +169,7 @@ class Agent:
                           session_id=wanted, notes=loaded.notes)
         from agent_cli.acp.content import replay_updates
 
-        for update in replay_updates(loaded.history):
+        for update in replay_updates(loaded.history, lambda name: _effect_of(live.session, name)):
             live.turns.update(update)
         return {"modes": _modes(live.session)}
 

@@ -10,6 +10,7 @@ anyway is mentioned, not passed on.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from agent_cli.acp.updates import text_chunk
@@ -59,7 +60,9 @@ def _resource(resource: Any) -> str:
     return f"[resource {uri} ({mime}) attached as binary data; not passed to the model]"
 
 
-def replay_updates(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def replay_updates(history: list[dict[str, Any]],
+                   effect_of: Callable[[str], str | None] = lambda name: None
+                   ) -> list[dict[str, Any]]:
     """The conversation as session/update payloads: what the user said, what the model said,
     and each call with how it ended (its result as the model got it)."""
     results: dict[str, tuple[str, bool]] = {}
@@ -68,7 +71,7 @@ def replay_updates(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
             if block.get("type") == "tool_result":
                 results[str(block.get("tool_use_id"))] = (_result_text(block.get("content")),
                                                           bool(block.get("is_error")))
-    from agent_cli.acp.updates import progress, text_content, tool_title
+    from agent_cli.acp.updates import progress, text_content, tool_kind, tool_title
 
     out: list[dict[str, Any]] = []
     for message in history:
@@ -83,7 +86,8 @@ def replay_updates(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 name = str(block.get("name"))
                 text, failed = results.get(call_id, ("(no result)", True))
                 out.append({"sessionUpdate": "tool_call", "toolCallId": call_id,
-                            "title": tool_title(name, block.get("input")), "kind": "other",
+                            "title": tool_title(name, block.get("input")),
+                            "kind": tool_kind(name, effect_of(name)),
                             "status": "pending", "rawInput": block.get("input")})
                 out.append(progress(call_id, "failed" if failed else "completed",
                                     [text_content(text)]))

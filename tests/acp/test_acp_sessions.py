@@ -265,5 +265,8 @@ def test_an_untrusted_log_loads_as_data_and_brings_no_approval(tmp_path: Path,
                              policy="reject")
     assert "is not trusted" in second.text()
     assert "without asking" in second.text("user_message_chunk")  # shown, as data
+    assert [(u["sessionUpdate"], u.get("kind"), u.get("status")) for u in second.updates
+            if u.get("toolCallId") == "w1"] == [("tool_call", "edit", "pending"),
+                                                ("tool_call_update", None, "completed")]
     assert len(second.questions) == 1  # the same call asks again, and no means no
     assert not (workspace / "f.txt").exists()
