@@ -26,8 +26,9 @@ def acp(common: Common) -> None:
     """Serve the Agent Client Protocol on stdin/stdout, for editors (Zed, JetBrains IDEs,
     Neovim, Emacs): each write call asks in the editor, one by one.
 
-    Nothing but JSON-RPC is written to stdout; notices and errors go to stderr. docs/acp.md
-    describes the methods."""
+    The workspace is the folder the editor sends (--workspace, when given, wins). Nothing but
+    JSON-RPC is written to stdout; notices and errors go to stderr. docs/acp.md describes the
+    methods."""
     common.settings()  # a broken config is one sentence now, not a failed session/new later
     if common.workspace is not None:
         common.workspace_dir()

@@ -270,3 +270,12 @@ def test_an_untrusted_log_loads_as_data_and_brings_no_approval(tmp_path: Path,
                                                 ("tool_call_update", None, "completed")]
     assert len(second.questions) == 1  # the same call asks again, and no means no
     assert not (workspace / "f.txt").exists()
+
+
+def test_a_broken_config_is_one_sentence_on_stderr_before_the_protocol(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text("max_turns = [\n", encoding="utf-8")
+    proc = subprocess.run([sys.executable, "-m", "agent_cli", "acp", "--config", str(bad)],
+                          stdin=subprocess.DEVNULL, capture_output=True, timeout=120)
+    assert proc.returncode != 0 and proc.stdout == b""
+    assert b"error:" in proc.stderr and b"Traceback" not in proc.stderr
