@@ -69,8 +69,7 @@ class Turns:
 
         with self._lock:
             pending = self.channel.request("session/request_permission",
-                                           permission.question(self.session_id, call),
-                                           on_done=None)
+                                           permission.question(self.session_id, call))
             self._asked[call.id] = (call, pending.id)
         pending.on_done = answered
         if pending.done.is_set():  # (resolved before the callback was in place: the client left)

@@ -116,14 +116,12 @@ class Channel:
         self._send({"jsonrpc": "2.0", "id": msg_id, "error": error.as_json()})
 
     def request(self, method: str, params: dict[str, Any],
-                done: threading.Event | None = None,
                 on_done: Callable[[Pending], None] | None = None) -> Pending:
-        """Send a request; its answer resolves the returned Pending, sets `done` (given: an
-        event the caller also sets for other reasons, e.g. a cancel) and calls `on_done`."""
+        """Send a request; its answer (or the client's leaving) resolves the returned Pending
+        and calls `on_done` with it."""
         with self._lock:
             self._next_id += 1
-            pending = Pending(self._next_id, done if done is not None else threading.Event(),
-                              on_done=on_done)
+            pending = Pending(self._next_id, on_done=on_done)
             self._pending[pending.id] = pending
         self._send({"jsonrpc": "2.0", "id": pending.id, "method": method, "params": params})
         if self.closed.is_set():
