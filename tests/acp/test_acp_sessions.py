@@ -279,3 +279,30 @@ def test_a_broken_config_is_one_sentence_on_stderr_before_the_protocol(tmp_path:
                           stdin=subprocess.DEVNULL, capture_output=True, timeout=120)
     assert proc.returncode != 0 and proc.stdout == b""
     assert b"error:" in proc.stderr and b"Traceback" not in proc.stderr
+
+
+def test_a_new_session_closes_the_one_before(tmp_path: Path, workspace: Path) -> None:
+    from acp import RequestError
+
+    play = script(tmp_path / "s.json", [text("from the second")])
+    client = Recorder()
+
+    async def scenario() -> tuple[str, str]:
+        async with agent(client, "--script", str(play), stderr=tmp_path / "e.txt") as conn:
+            first = (await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
+            second = (await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
+            with pytest.raises(RequestError, match="closed when another session was opened"):
+                await conn.prompt(session_id=first, prompt=[{"type": "text", "text": "hi"}])
+            with pytest.raises(RequestError, match="no text"):
+                await conn.prompt(session_id=second, prompt=[{"type": "text", "text": " "}])
+            answer = await conn.prompt(session_id=second,
+                                       prompt=[{"type": "text", "text": "hi"}])
+            assert answer.stop_reason == "end_turn"
+            return str(first), str(second)
+
+    first, second = asyncio.run(scenario())
+    sessions = Path(os.environ["AGENT_CLI_HOME"]) / "sessions"
+    assert log_records(sessions / f"{first}.jsonl")[-1] == {
+        **log_records(sessions / f"{first}.jsonl")[-1], "type": "session_end",
+        "reason": "replaced"}
+    assert log_records(sessions / f"{second}.jsonl")[-1]["reason"] == "exit"
