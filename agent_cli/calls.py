@@ -6,20 +6,35 @@ The registry returns a `Call`; the gate, every approver and the approval panel r
 so a name means the same thing in memory, on disk and on screen.
 
 Decisions are data too (`Approved`, `Denied`): a yes is bound to one call id and the hash of the
-exact arguments shown, and `DecidedBy` (events.py, the log's vocabulary) says who decided.
+exact arguments shown, and `DecidedBy` (the log's vocabulary) says who decided. The `approval`
+record of a decision, and the call rebuilt from one, are in events.py (`approval_event`,
+`call_of`), which builds on this module.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, cast
 
-from agent_cli import events as ev
-from agent_cli.events import DecidedBy
+if TYPE_CHECKING:  # the tool contract is layer 1; a call names its tool without importing it
+    from pydantic import BaseModel
 
-__all__ = ["Approved", "Call", "DecidedBy", "Decision", "Denied", "approval_event", "call_of",
+    from agent_cli.tools.base import Tool
+
+    ToolArgs = BaseModel | dict[str, Any]
+    """What a tool's hooks receive (`Tool.validate`): an instance of the tool's pydantic model,
+    or for a tool without one (MCP) the dict its JSON schema validated."""
+
+__all__ = ["Approved", "Call", "DecidedBy", "Decision", "Denied",
            "canonical_json"]
+
+
+DecidedBy = Literal["user", "rule", "policy", "recording"]
+"""Who decided a call (the one definition; the `approval` record uses it): `user` a person at the
+panel (or an editor's permission question), `rule` a deny rule, `policy` the read-only policy or
+no one to ask, `recording` a rerun reused the user's approval of the byte-identical call in the
+recording."""
 
 
 def canonical_json(value: Any) -> str:
@@ -46,7 +61,8 @@ class Call:
     name: str
     """The tool's name (also for a call shown again from a log, where no tool is at hand)."""
     effect: str
-    """`read` runs without asking; `write` opens a panel (design.md section 4)."""
+    """`read` runs without asking; `write` opens a panel (docs/contracts.md, "The approval
+    contract")."""
     args: dict[str, Any]
     """The arguments exactly as shown, in the tool's declared order: a fresh copy per reader,
     never what runs (that is `value`)."""
@@ -68,11 +84,14 @@ class Call:
     their workspace-relative canonical form."""
     workspace: str = ""
     """The workspace root the paths resolve in ("" when unknown: rules see the raw values)."""
-    tool: Any = field(default=None, compare=False, repr=False)
-    """The registry's Tool that runs the call (None for a call rebuilt from a log)."""
-    value: Any = field(default=None, compare=False, repr=False)
-    """What the tool's run hook receives: the validated arguments (a pydantic model, or a dict
-    for a tool without one). Never shown: `args` is its dump."""
+    tool: Tool = field(default=cast("Tool", None), compare=False, repr=False)
+    """The registry's Tool that runs the call. Every call the registry makes has one, and only
+    those run; a call rebuilt from a log (`call_of`) is only shown, and holds None here, so an
+    attempt to run it fails at once instead of running something."""
+    value: ToolArgs | None = field(default=None, compare=False, repr=False)
+    """What the tool's hooks receive: the validated arguments (`Tool.validate`: the tool's
+    pydantic model, or a dict for a tool without one); None for a call rebuilt from a log.
+    Never shown: `args` is its dump."""
 
     @property
     def args_json(self) -> str:
@@ -116,27 +135,3 @@ class Denied:
 
 
 Decision = Approved | Denied
-
-
-def approval_event(call: Call, decision: Decision) -> ev.Approval:
-    """The `approval` record of a decision on `call` (own copies of the dicts: nothing a later
-    reader does to the event can change the call)."""
-    return ev.Approval(id=call.id, name=call.name, effect=call.effect,
-                       decision="approved" if isinstance(decision, Approved) else "denied",
-                       by=decision.by, via=decision.via, args_hash=call.args_hash,
-                       reason=decision.reason,
-                       args=call.shown_args(), preview=call.preview,
-                       panel_extra=dict(call.panel_extra))
-
-
-def call_of(event: ev.Approval, proposed: Any = None, source: str = "", *,
-            ordered: bool = True) -> Call:
-    """The call as its panel showed it, rebuilt from an `approval` record (replay). Older logs
-    did not keep the arguments in the record: then the proposal's input (`proposed`) stands in.
-    `ordered`: list the arguments in the record's order (the declared order the panel used)."""
-    args = event.args if event.args is not None else (
-        proposed if isinstance(proposed, dict) else {})
-    return Call(id=event.id, name=event.name, effect=event.effect, args=args,
-                args_hash=event.args_hash, preview=event.preview, source=source,
-                panel_extra=dict(event.panel_extra),
-                arg_order=tuple(str(k) for k in args) if ordered else ())

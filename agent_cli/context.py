@@ -28,12 +28,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent_cli import events as ev
-from agent_cli.conversation import has_tool_use, open_exchange, text_block, tool_names
+from agent_cli.conversation import (
+    History,
+    RawMessage,
+    has_tool_use,
+    open_exchange,
+    text_block,
+    tool_names,
+)
 from agent_cli.errors import ProviderError
 from agent_cli.providers.base import ModelRequest, Provider
-
-Message = dict[str, Any]
-
 
 DEFAULT_CHARS_PER_TOKEN = 4.0
 """Before the API has counted a request: about four characters of English or code a token."""
@@ -55,11 +59,11 @@ def stub_text(name: str, size: int) -> str:
 
 @dataclass
 class _Entry:
-    message: Message  # held, and compared by identity: the same object at the same position
+    message: RawMessage  # held, and compared by identity: the same object at the same position
     size: int
     content: Any = None  # the message's content object and its length when sized: a message
     blocks: int = -1     # changed in place (a block appended) is sized again
-    stubbed: Message | None = None
+    stubbed: RawMessage | None = None
     stubbed_size: int = 0
     elided: int = 0
     checked: bool = False
@@ -86,7 +90,7 @@ class ContextBudget:
         """Learned from the usage the API returns: characters sent per prompt token."""
         self.emit = emit
         self._entries: list[_Entry] = []
-        self._messages: list[Message] = []
+        self._messages: History = []
         """The history as last sized, message by message (what `_entries` describe)."""
         self._totals: list[int] = [0]
         self._contents: list[Any] = []
@@ -131,7 +135,7 @@ class ContextBudget:
             ratio = self.last_sent_chars / tokens
             self.chars_per_token = min(max(ratio, MIN_CHARS_PER_TOKEN), MAX_CHARS_PER_TOKEN)
 
-    def _sizes(self, history: list[Message]) -> tuple[list[_Entry], int]:
+    def _sizes(self, history: History) -> tuple[list[_Entry], int]:
         """The entries for `history` and the size of all its messages: cached entries kept for
         the longest prefix that is the same messages, unchanged; the rest sized afresh."""
         old, msgs = self._entries, self._messages
@@ -173,7 +177,7 @@ class ContextBudget:
         self._contents, self._lens = contents, lens
         return entries, _list_total(running, len(entries))
 
-    def __call__(self, history: list[Message]) -> list[Message]:
+    def __call__(self, history: History) -> History:
         entries, total = self._sizes(history)
         self.last_full_chars = total
         out = list(history)
@@ -202,8 +206,8 @@ class ContextBudget:
         self._notify(elided, total)
         return out
 
-    def _drop_oldest_exchanges(self, out: list[Message], entries: list[_Entry],
-                               total: int) -> tuple[list[Message], int, int]:
+    def _drop_oldest_exchanges(self, out: History, entries: list[_Entry],
+                               total: int) -> tuple[History, int, int]:
         """Still over budget with every old result stubbed (a very long session: the stubs and
         calls themselves add up). Drop the oldest tool exchanges whole: an assistant message
         that only calls tools, with the user message that only answers them. The user's own
@@ -225,7 +229,7 @@ class ContextBudget:
         total = _list_size(_size_of(out, entries, k) for k in range(len(out)) if k not in drop)
         if not drop:
             return out, total, 0
-        kept: list[Message] = []
+        kept: History = []
         run = 0
         for j, msg in enumerate(out):
             if j in drop:
@@ -238,13 +242,13 @@ class ContextBudget:
             kept.append(msg)
         return kept, total, len(drop) // 2
 
-    def _with_note(self, msg: Message, calls: int) -> Message:
+    def _with_note(self, msg: RawMessage, calls: int) -> RawMessage:
         content = msg.get("content")
         blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(
             content or [])
         return {**msg, "content": [*blocks, {"type": "text", "text": _note(calls)}]}
 
-    def _stub(self, entry: _Entry, prev: Message | None) -> None:
+    def _stub(self, entry: _Entry, prev: RawMessage | None) -> None:
         """Build (once) the message with its tool results replaced by stubs."""
         msg = entry.message
         content = msg.get("content")
@@ -322,19 +326,19 @@ def _note(calls: int) -> str:
             "budget; the session log keeps them.]")
 
 
-def _only(msg: Message, role: str, kinds: tuple[str, ...]) -> bool:
+def _only(msg: RawMessage, role: str, kinds: tuple[str, ...]) -> bool:
     content = msg.get("content")
     return (msg.get("role") == role and isinstance(content, list) and bool(content)
             and all(isinstance(b, dict) and b.get("type") in kinds for b in content)
             and (role != "assistant" or has_tool_use(content)))
 
 
-def _size_of(out: list[Message], entries: list[_Entry], i: int) -> int:
+def _size_of(out: History, entries: list[_Entry], i: int) -> int:
     e = entries[i]
     return e.stubbed_size if out[i] is e.stubbed else e.size
 
 
-def _index_of(out: list[Message], j: int, drop: set[int]) -> int:
+def _index_of(out: History, j: int, drop: set[int]) -> int:
     """Index in `out` of the kept message just before position j."""
     k = j - 1
     while k in drop:
@@ -365,7 +369,7 @@ SUMMARY_ACK = "Understood. I will continue from this summary."
 TRANSCRIPT_RESULT_CAP = 2_000
 
 
-def transcript(messages: list[Message], cap_chars: int) -> str:
+def transcript(messages: History, cap_chars: int) -> str:
     """The conversation as plain text for the summary request. Plain text, not tool blocks: the
     request carries no tools, and both APIs reject tool blocks without them. Each tool result is
     cut to its head and tail; past `cap_chars`, the oldest part is dropped (and said so)."""
@@ -418,7 +422,7 @@ class CompactResult:
     summary: str = ""
 
 
-def compact(history: list[Message], provider: Provider, emit: Callable[[ev.AnyEvent], None], *,
+def compact(history: History, provider: Provider, emit: Callable[[ev.AnyEvent], None], *,
             budget: ContextBudget | None = None, max_tokens: int = 4096) -> CompactResult:
     """Ask the model for a summary (one request, no tools) and start a fresh context from it:
     history becomes [user: summary, assistant: ack] (or the pending tool_use/tool_result pair in
@@ -452,7 +456,7 @@ def compact(history: list[Message], provider: Provider, emit: Callable[[ev.AnyEv
         return CompactResult(False, "The model returned no summary; the conversation is "
                                     "unchanged.")
     pending = open_exchange(history)
-    fresh: list[Message] = [{"role": "user", "content": [text_block(SUMMARY_PREFIX + summary)]}]
+    fresh: History = [{"role": "user", "content": [text_block(SUMMARY_PREFIX + summary)]}]
     fresh += pending or [{"role": "assistant", "content": [text_block(SUMMARY_ACK)]}]
     dropped = len(history) - len(pending)
     history[:] = fresh

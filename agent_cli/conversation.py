@@ -54,8 +54,13 @@ class Message(TypedDict):
     content: str | list[Any]
 
 
-History = list[dict[str, Any]]
-"""The conversation as the loop keeps it (messages of the `Message` shape)."""
+RawMessage = dict[str, Any]
+"""One message as the history holds it: the `Message` shape, kept a plain dict because it came
+from a model, a log or a provider (read it defensively, as the functions here do)."""
+
+History = list[RawMessage]
+"""The conversation as the loop keeps it (messages of the `Message` shape), and every list of
+messages in that shape: what a provider is sent, what a hook rewrites, what resume rebuilds."""
 
 INTERRUPTED = "interrupted; outcome unknown"
 """The result a resumed conversation gives a call that was running when the session died."""

@@ -1,5 +1,5 @@
 """The event models: one tagged union is the session-log format, `--output jsonl` and the replay
-parser. Fields may grow; names and types of existing fields are a contract (design.md section 5).
+parser. Fields may grow; names and types of existing fields are a contract (docs/session-log.md).
 
 `seq`, `ts` and `hash` are filled by whoever records the event (the session log); the loop only
 says what happened.
@@ -8,12 +8,11 @@ says what happened.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter
 
-if TYPE_CHECKING:  # (a type only: calls.py builds on this module)
-    from agent_cli.calls import Call
+from agent_cli.calls import Approved, Call, DecidedBy, Decision
 
 LOG_FORMAT_VERSION = 1
 
@@ -110,12 +109,6 @@ class ToolInvalid(EventBase):
     name: str
     reason: str
     """What was wrong, as the model is told in the call's error result."""
-
-
-DecidedBy = Literal["user", "rule", "policy", "recording"]
-"""Who decided a call (the one definition; agent_cli/calls.py's decisions use it): `user` a person
-at the panel, `rule` a deny rule, `policy` the read-only policy or no one to ask, `recording` a
-rerun reused the user's approval of the byte-identical call in the recording."""
 
 
 class Approval(EventBase):
@@ -271,7 +264,7 @@ class PathChange(BaseModel):
 
 class Effects(EventBase):
     """What an approved call changed in the workspace, recorded right after it ran; `agent-cli
-    undo` restores the `before` states from it (design.md section 7)."""
+    undo` restores the `before` states from it (docs/contracts.md, "Undo")."""
 
     type: Literal["effects"] = "effects"
     id: str
@@ -369,3 +362,27 @@ AnyEvent = Event | TextDelta | ToolOutputDelta | ApprovalNeeded
 def parse_event(line: str | bytes) -> Event:
     """Parse one JSONL record. Raises pydantic.ValidationError on a bad record."""
     return EVENT_ADAPTER.validate_json(line)
+
+
+def approval_event(call: Call, decision: Decision) -> Approval:
+    """The `approval` record of a decision on `call` (own copies of the dicts: nothing a later
+    reader does to the event can change the call)."""
+    return Approval(id=call.id, name=call.name, effect=call.effect,
+                       decision="approved" if isinstance(decision, Approved) else "denied",
+                       by=decision.by, via=decision.via, args_hash=call.args_hash,
+                       reason=decision.reason,
+                       args=call.shown_args(), preview=call.preview,
+                       panel_extra=dict(call.panel_extra))
+
+
+def call_of(event: Approval, proposed: Any = None, source: str = "", *,
+            ordered: bool = True) -> Call:
+    """The call as its panel showed it, rebuilt from an `approval` record (replay). Older logs
+    did not keep the arguments in the record: then the proposal's input (`proposed`) stands in.
+    `ordered`: list the arguments in the record's order (the declared order the panel used)."""
+    args = event.args if event.args is not None else (
+        proposed if isinstance(proposed, dict) else {})
+    return Call(id=event.id, name=event.name, effect=event.effect, args=args,
+                args_hash=event.args_hash, preview=event.preview, source=source,
+                panel_extra=dict(event.panel_extra),
+                arg_order=tuple(str(k) for k in args) if ordered else ())

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agent_cli.conversation import History
 from agent_cli.errors import UsageError
 
 MAX_BYTES = 100_000
@@ -55,7 +56,6 @@ PREAMBLE = (
     "file says."
 )
 
-Message = dict[str, Any]
 Confirm = Callable[["Instruction", str], bool]
 """Asked when a pinned file changed: (file, the whole diff) -> did the user say yes."""
 
@@ -169,7 +169,7 @@ def load(files: list[tuple[Path, str, bool]], confirm: Confirm | None,
     return Outcome(accepted, notices)
 
 
-def with_instructions(messages: list[Message], items: list[Instruction]) -> list[Message]:
+def with_instructions(messages: History, items: list[Instruction]) -> History:
     """The request's messages with the instruction blocks first in the first user message (a
     copy: the history is not changed)."""
     if not items or not messages or messages[0].get("role") != "user":

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -48,7 +47,7 @@ from agent_cli.tool_calls import (
 )
 from agent_cli.tools.paths import protected_roots
 from agent_cli.tools.registry import Registry
-from agent_cli.turn import Turn
+from agent_cli.turn import Turn, TurnResult
 from agent_cli.write_faults import LogUnwritable
 
 if TYPE_CHECKING:
@@ -56,19 +55,6 @@ if TYPE_CHECKING:
 
 NOT_RUN_NO_LOG = "not run: the session log could not be written, so nothing new may run"
 """The result of a call that did not run because its record could not be written first."""
-
-
-@dataclass
-class TurnResult:
-    """How a user turn ended, for the caller (the REPL, `run`'s exit code, eval)."""
-
-    reason: str
-    """end_turn | max_turns | max_tokens | refusal | budget | interrupted | repeated_failure |
-    error | <stop_reason>"""
-    text: str = ""
-    """The model's last text of the turn (the answer, when it finished)."""
-    message: str | None = None
-    """The sentence for the user when the turn stopped short of an answer."""
 
 
 RequestHook = Callable[[History, "str | None"], tuple[History, "str | None"]]

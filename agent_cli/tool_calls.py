@@ -23,11 +23,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from agent_cli import events as ev
 from agent_cli.approval import Gate
-from agent_cli.calls import Call, Decision, Denied, approval_event
+from agent_cli.calls import Call, Decision, Denied
 from agent_cli.cancel import LinkedEvent
 from agent_cli.config import default_of
 from agent_cli.conversation import ToolResultBlock, ToolUseBlock, tool_result, use_id
 from agent_cli.errors import ToolFailed, UserInterrupted
+from agent_cli.events import approval_event
 from agent_cli.redact import Redactor, hidden_kinds
 from agent_cli.tools.base import Tool, ToolContext, ToolOutput, canonical_json
 from agent_cli.tools.path_args import path_refusal

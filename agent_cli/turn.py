@@ -28,7 +28,19 @@ from agent_cli.cancel import CancelToken, LinkedEvent
 
 if TYPE_CHECKING:
     from agent_cli.conversation import ToolResultBlock
-    from agent_cli.loop import TurnResult
+
+@dataclass
+class TurnResult:
+    """How a user turn ended, for the caller (the REPL, `run`'s exit code, eval)."""
+
+    reason: str
+    """end_turn | max_turns | max_tokens | refusal | budget | interrupted | repeated_failure |
+    error | <stop_reason>"""
+    text: str = ""
+    """The model's last text of the turn (the answer, when it finished)."""
+    message: str | None = None
+    """The sentence for the user when the turn stopped short of an answer."""
+
 
 CANCELLED_QUESTION = "the turn was cancelled while this call waited for an answer"
 

@@ -2,7 +2,8 @@
 
 The helpers test files used to copy (a tool_use block, a reply of calls, a closing answer, a
 session over a script, the records of its log) in one place, so a change of shape is made once.
-Replies are in the Anthropic Messages shape the scripted provider reads (design.md section 6).
+Replies are in the Anthropic Messages shape the scripted provider reads (docs/contracts.md, "The
+command line").
 """
 
 from __future__ import annotations

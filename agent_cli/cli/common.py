@@ -19,6 +19,7 @@ import typer
 if TYPE_CHECKING:
     from agent_cli.approval import Approver
     from agent_cli.config import Settings
+    from agent_cli.conversation import History
     from agent_cli.session import Session, Sink
 
 # Exit codes of `agent-cli run` (documented in README).
@@ -222,7 +223,7 @@ def open_session(
     *,
     approver: Approver | None = None,
     sinks: list[Sink],
-    history: list[dict[str, Any]] | None = None,
+    history: History | None = None,
     continues: str | None = None,
 ) -> Session:
     """The options as a Session (Session.create does the wiring). MCP progress lines of a

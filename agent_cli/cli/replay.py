@@ -144,7 +144,7 @@ def register(app: typer.Typer) -> None:
     def _rerun(common: Common, log: Path, reuse: bool) -> int:
         from rich.console import Console
 
-        from agent_cli.log import rerun as rr
+        from agent_cli import rerun as rr
         from agent_cli.session import load_registry
         from agent_cli.signals import TerminationSignals
         from agent_cli.ui.render import Renderer

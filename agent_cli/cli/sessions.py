@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from rich.console import Console, RenderableType
 
     from agent_cli.config import Settings
+    from agent_cli.conversation import History
 
 PICK = ""
 """The value `--resume` gets when given no LOG: open the picker."""
@@ -75,7 +76,7 @@ def pick(settings: Settings, workspace: Path, console: Console,
                            "yellow"))
 
 
-def recap(history: list[dict[str, Any]], turns: int = RECAP_TURNS) -> RenderableType:
+def recap(history: History, turns: int = RECAP_TURNS) -> RenderableType:
     """The last few exchanges of a resumed conversation: what you asked, what the model said
     (one line each, sanitised), so you know where you are."""
     from rich.console import Group

@@ -1,14 +1,15 @@
 """Adding trials up: per task pass@k and pass^k, the suite's means, totals of tokens and cost;
-and the two ways of showing them (text for people, JSON in design.md section 9's shape).
+and the two ways of showing them (text for people, JSON in the shape docs/contracts.md states,
+"The evaluation report").
 
 With n trials of which c passed, pass@k = 1 - C(n-c, k)/C(n, k) (at least one of k trials
 passes) and pass^k = C(c, k)/C(n, k) (all k pass: the reliability a user meets when they run the
 same task k times). The suite's figures are the means over tasks.
 
-`pass_at_k` / `pass_hat_k` are for k = n (the design's keys); `pass_at` / `pass_hat` map every k
-from 1 to n (or the ks asked for with `--k 1,2,4`) to its figure, since pass^k over k is what
-shows reliability (tau-bench's curve): 3 of 5 passing is pass^1 0.6, pass^2 0.3, pass^3 0.1,
-while pass^5 alone says only 0.
+`pass_at_k` / `pass_hat_k` are for k = n (the report's first keys); `pass_at` / `pass_hat`
+map every k from 1 to n (or the ks asked for with `--k 1,2,4`) to its figure, since pass^k over
+k is what shows reliability (tau-bench's curve): 3 of 5 passing is pass^1 0.6, pass^2 0.3,
+pass^3 0.1, while pass^5 alone says only 0.
 """
 
 from __future__ import annotations
@@ -67,8 +68,8 @@ def _add(total: dict[str, int], usage: dict[str, int]) -> None:
 def build_report(task_ids: list[str], results: list[TrialResult], k: int,
                  ks: list[int] | None = None) -> dict[str, Any]:
     """The JSON report: {"tasks": [{"id", "trials": [{"passed", "failed_checks", "log", ...}],
-    "pass_at_k", "pass_hat_k", "pass_at", "pass_hat"}], "pass_hat_k", "pass_hat", ...}. Keys
-    beyond the design's are additions. `ks`: the ks of `pass_at`/`pass_hat` (default 1..k)."""
+    "pass_at_k", "pass_hat_k", "pass_at", "pass_hat"}], "pass_hat_k", "pass_hat", ...}, as
+    docs/contracts.md states it. `ks`: the ks of `pass_at`/`pass_hat` (default 1..k)."""
     ks = sorted(set(ks)) if ks else list(range(1, k + 1))
     by_task: dict[str, list[TrialResult]] = {t: [] for t in task_ids}
     for r in results:

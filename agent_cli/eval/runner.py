@@ -30,6 +30,8 @@ from agent_cli.tools.scope import Scope, ScopedRegistry
 if TYPE_CHECKING:
     from agent_cli.config import Settings
     from agent_cli.events import AnyEvent
+    from agent_cli.loop import TurnResult
+    from agent_cli.session import Session
 
 
 @dataclass(frozen=True)
@@ -190,7 +192,7 @@ def _drive(spec: TrialSpec, workspace: Path, record: TrialRecord) -> list[str]:
         return [f"tools: no loaded tool matches {listed}; `agent-cli tools` lists them"]
     try:
         for prompt in task.prompts:
-            result = session.send(prompt)
+            result = _send(session, prompt)
             record.answer = result.text
             if result.reason == "interrupted":
                 # The loop answers Ctrl-C by ending the turn; for a suite it means stop.
@@ -203,6 +205,21 @@ def _drive(spec: TrialSpec, workspace: Path, record: TrialRecord) -> list[str]:
     record.usage = session.usage.total()
     record.cost_usd = session.usage.cost()
     return judge(task, record, workspace)
+
+
+def _send(session: Session, text: str) -> TurnResult:
+    """One prompt of a trial, as a front end runs it: the turn on its own thread, and Ctrl-C
+    (a KeyboardInterrupt here, the main thread) turned into a cancel, so the engine answers the
+    pending calls and records the interrupt itself."""
+    handle = session.prompt(text)
+    while True:
+        try:
+            result = handle.wait()
+        except KeyboardInterrupt:
+            session.cancel("user")
+            continue
+        assert result is not None
+        return result
 
 
 def run_suite(specs: list[TrialSpec], jobs: int = 1,

@@ -1,5 +1,5 @@
 """`agent-cli replay LOG --output html`: one self-contained page to show a colleague what an agent
-did (design.md section 10).
+did (docs/contracts.md, "The shareable replay").
 
 The page needs nothing else: the CSS is inline, there is no script, no font, no image, no link to
 follow. Every string from the log goes through html_text (the terminal sanitiser, then
@@ -24,9 +24,10 @@ from typing import Any, assert_never
 
 from agent_cli import __version__
 from agent_cli import events as ev
-from agent_cli.calls import Call, call_of
+from agent_cli.calls import Call
 from agent_cli.diff_lines import line_kind
 from agent_cli.errors import LogError
+from agent_cli.events import call_of
 from agent_cli.log.html_text import markdown, text
 from agent_cli.log.keys import log_key
 from agent_cli.log.show import show, when

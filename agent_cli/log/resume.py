@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agent_cli import events as ev
 from agent_cli.conversation import (
     INTERRUPTED,
+    History,
     ToolResultBlock,
     add_user_text,
     close_dangling,
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
 
 @dataclass
 class Rebuilt:
-    history: list[dict[str, Any]] = field(default_factory=list)
+    history: History = field(default_factory=list)
     interrupted: list[str] = field(default_factory=list)
     """Calls that had no result (the process died mid-call); answered INTERRUPTED, never re-run."""
     warnings: list[str] = field(default_factory=list)
@@ -94,7 +95,7 @@ def rebuild(path: Path, _chain: frozenset[Path] = frozenset()) -> Rebuilt:
             undo_events.append(item)
     flush()
     if any(isinstance(e, ev.Undo) for e in undo_events):
-        from agent_cli.undo.changes import history
+        from agent_cli.log.changes import history
 
         out.undone = history(undo_events).undone_by
     return out
@@ -107,7 +108,7 @@ def _is_path_of(recorded: str, real: Path) -> bool:
         return False  # not a usable path: reading it fails with a sentence, as a missing log
 
 
-def resume_notes(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
+def resume_notes(path: Path) -> tuple[History, list[str]]:
     """The history and the sentences to show (and log) when resuming from `path`."""
     rebuilt = rebuild(path)
     notes = [f"Resumed from {path}: {len(rebuilt.history)} messages."]

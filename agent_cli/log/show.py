@@ -5,7 +5,7 @@ list`.
 Everything here streams the log (one line at a time through log.reader). Showing never executes a
 tool and never calls a model. There is no Rich here: the text view, which draws the records as the
 terminal showed them, is ui/views/replay.py; the HTML page is html_export.py. Running a log again
-is rerun.py; rebuilding its conversation to resume it is resume.py.
+is agent_cli/rerun.py; rebuilding its conversation to resume it is resume.py.
 """
 
 from __future__ import annotations
@@ -270,7 +270,7 @@ class MarkdownView:
             case ev.SessionEnd():
                 w(f"*Session ended: {_md_inline(event.reason)}.*\n\n")
             case ev.Effects() | ev.Undo():
-                from agent_cli.undo.changes import summary
+                from agent_cli.log.changes import summary
 
                 w(f"*{_md_inline(summary(event))}*\n\n")
             case _:

@@ -11,14 +11,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from agent_cli.conversation import ToolUseBlock, tool_uses
+from agent_cli.conversation import History, ToolUseBlock, tool_uses
 
 
 @dataclass
 class ModelRequest:
     """One request as the loop means it; each provider sends it in its own wire format."""
 
-    messages: list[dict[str, Any]]
+    messages: History
     """The conversation in the Messages API shape (agent_cli/conversation.py), as prepared for
     sending (a context budget may have stubbed old results): never the history itself to edit."""
     tools: list[dict[str, Any]]

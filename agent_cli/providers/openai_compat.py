@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from agent_cli import __version__
-from agent_cli.conversation import tool_uses
+from agent_cli.conversation import History, tool_uses
 from agent_cli.errors import ProviderError
 from agent_cli.providers.base import (
     ModelRequest,
@@ -131,7 +131,7 @@ def _result_text(block: dict[str, Any]) -> str:
     return f"ERROR: {text}" if block.get("is_error") else text
 
 
-def to_openai_messages(messages: list[dict[str, Any]], system: str | None) -> list[dict[str, Any]]:
+def to_openai_messages(messages: History, system: str | None) -> list[dict[str, Any]]:
     """The neutral conversation as chat-completion messages (tool messages right after the
     assistant message that asked for them, then any user text of the same turn)."""
     out: list[dict[str, Any]] = []

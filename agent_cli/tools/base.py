@@ -90,7 +90,7 @@ SnapshotFn = Callable[[Any, ToolContext], Any]
 
 @dataclass
 class Tool:
-    """One tool the model may call (design.md section 3, docs/plugins.md). The hooks receive the
+    """One tool the model may call (docs/plugins.md, "The contract"). The hooks receive the
     validated arguments (an instance of `args`) and a ToolContext; what they return is data the
     loop shows, logs and sends, never an instruction to it."""
 

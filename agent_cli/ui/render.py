@@ -1,12 +1,15 @@
 """Renders loop events to a Rich console. A sink: `Renderer(console)(event)`.
 
 Every model- or tool-supplied string passes through the sanitiser. Streamed text is appended as it
-arrives (constant work per delta, no re-rendering of the whole answer).
+arrives (constant work per delta, no re-rendering of the whole answer). Each sink names every
+event type it is given and ends in `assert_never`, as the replay views do: a new event type is a
+mypy error here until someone decides how the terminal shows it.
 """
 
 from __future__ import annotations
 
 import json
+from typing import assert_never
 
 from rich.console import Console
 from rich.text import Text
@@ -63,9 +66,11 @@ class Renderer:
                 self._reported.add(event.id)
                 c.print(Text("✗ ", style="red")
                         + safe(clip(f"{event.name}: {event.reason}"), "red"))
-            case ev.Approval() if event.decision == "denied" and event.by != "user":
-                self._reported.add(event.id)
-                c.print(Text("✗ ", style="red") + safe(f"{event.name}: {event.reason}", "red"))
+            case ev.Approval():
+                if event.decision == "denied" and event.by != "user":  # a person saw theirs
+                    self._reported.add(event.id)
+                    c.print(Text("✗ ", style="red")
+                            + safe(f"{event.name}: {event.reason}", "red"))
             case ev.ToolStarted():
                 args = self._proposed.get(event.id, {})
                 c.print(Text("→ ", style="cyan") + safe(event.name, "bold")
@@ -99,8 +104,13 @@ class Renderer:
                 self._end_stream()
                 if event.message and event.reason != "error":
                     c.print(safe(event.message, "yellow"))
+            case (ev.SessionStart() | ev.SessionEnd() | ev.UserMessage() | ev.Undo()
+                  | ev.ApprovalNeeded()):
+                pass  # the banner, the prompt line, the panels are drawn by their owners
+            case ev.ToolOutputDelta():
+                pass  # live output shows under the spinner (ui/status.py), never in the scroll
             case _:
-                pass
+                assert_never(event)
 
     def _result(self, event: ev.ToolResultEvent) -> None:
         # split on "\n" only: str.splitlines would also break at \r, \f, \v, \x1c-\x1e, \x85 and
@@ -140,10 +150,17 @@ class StatusOnly:
         match event:
             case ev.ErrorEvent():
                 self.console.print(safe(clip(event.message), "bold red"))
-            case ev.Notice() if event.kind in ("retry", "plugin_error", "mcp", "max_tokens",
-                                               "refusal", "budget"):
-                self.console.print(safe(clip(event.message), "yellow"))
-            case ev.TurnEnd() if event.message and event.reason not in ("end_turn", "error"):
-                self.console.print(safe(clip(event.message), "yellow"))
+            case ev.Notice():
+                if event.kind in ("retry", "plugin_error", "mcp", "max_tokens", "refusal",
+                                  "budget"):
+                    self.console.print(safe(clip(event.message), "yellow"))
+            case ev.TurnEnd():
+                if event.message and event.reason not in ("end_turn", "error"):
+                    self.console.print(safe(clip(event.message), "yellow"))
+            case (ev.SessionStart() | ev.UserMessage() | ev.ModelReply() | ev.ToolProposed()
+                  | ev.ToolInvalid() | ev.Approval() | ev.ToolStarted() | ev.ToolResultEvent()
+                  | ev.Interrupt() | ev.SessionEnd() | ev.Effects() | ev.Undo()
+                  | ev.TextDelta() | ev.ToolOutputDelta() | ev.ApprovalNeeded()):
+                pass  # stdout carries these, as JSONL (a question: its approval record)
             case _:
-                pass
+                assert_never(event)

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, assert_never
 
 from rich.console import (
     Console,
@@ -213,7 +213,11 @@ class TerminalView:
 
     def __call__(self, event: ev.AnyEvent) -> None:
         match event:
-            case ev.TextDelta() if self.markdown:
+            case ev.TextDelta():
+                if not self.markdown:
+                    self.stop()
+                    self.renderer(event)
+                    return
                 self.buffer.append(event.text)
                 if self.console.is_terminal:
                     if self.spinner is None and self.spinner_on:
@@ -221,11 +225,6 @@ class TerminalView:
                     elif self.spinner is not None:
                         self.spinner.label = "Writing"  # the wait is over; the clock runs on
                     self._show(_Streaming(self))
-                return
-            case ev.TextDelta():
-                self.stop()
-                self.renderer(event)
-                return
             case ev.ModelReply():
                 self.stop()
                 self._flush_answer()
@@ -253,17 +252,21 @@ class TerminalView:
                     self.console.print(Text(f"    /show {len(self.results.results):d} prints "
                                             "it whole", style="dim"))
                 self.wait("Waiting for the model")
-            case ev.Notice() if event.kind == "retry":
+            case ev.Notice():
                 self.stop()
                 self.renderer(event)
-                self.wait("Waiting for the model (retrying)")
+                if event.kind == "retry":
+                    self.wait("Waiting for the model (retrying)")
             case ev.TurnEnd() | ev.Interrupt() | ev.ErrorEvent():
                 self.stop()
                 self._flush_answer()
                 self.renderer(event)
-            case _:
-                self.stop()
+            case (ev.SessionStart() | ev.SessionEnd() | ev.ToolProposed() | ev.ToolInvalid()
+                  | ev.Approval() | ev.Effects() | ev.Undo() | ev.ApprovalNeeded()):
+                self.stop()  # (before a panel too: it draws below, with the keyboard)
                 self.renderer(event)
+            case _:
+                assert_never(event)
 
     def _flush_answer(self) -> None:
         """Print what streamed, now complete, as Markdown (once; the buffer is then empty)."""

@@ -21,9 +21,9 @@ from rich.text import Text
 
 from agent_cli import events as ev
 from agent_cli.diff_lines import line_kind
+from agent_cli.log.changes import ChangeSet
 from agent_cli.ui.confirm import Asker
 from agent_cli.ui.safe_rich import safe
-from agent_cli.undo.changes import ChangeSet
 from agent_cli.undo.restore import Applied, Plan, Step, apply, undo_event
 from agent_cli.undo.store import Store, StoreError
 
@@ -220,7 +220,7 @@ def repl_undo(session: Session, arg: str, *, console: Console | None = None,
     trusted for them); the undo event goes into this session's log."""
     from agent_cli.config import home
     from agent_cli.errors import AgentError
-    from agent_cli.undo.changes import history
+    from agent_cli.log.changes import history
     from agent_cli.undo.logs import redo_set, select
     from agent_cli.undo.restore import make_plan
 

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING
 
 from agent_cli import events as ev
 from agent_cli.errors import AgentError, LogError, UsageError
+from agent_cli.log.changes import ChangeSet, History, history, undoable
 from agent_cli.log.reader import BadLine, read_events
 from agent_cli.log.writer import SessionLog
-from agent_cli.undo.changes import ChangeSet, History, history, undoable
 
 if TYPE_CHECKING:
     from agent_cli.config import Settings

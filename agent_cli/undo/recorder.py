@@ -287,7 +287,7 @@ class WorkspaceRecorder:
     def _take_back(self, effects: ev.Effects) -> list[ev.Event]:
         """Snapshot path, review said no: the changes already landed, so undo them now."""
         from agent_cli.config import home
-        from agent_cli.undo.changes import from_event
+        from agent_cli.log.changes import from_event
         from agent_cli.undo.restore import apply, make_plan, undo_event
 
         self._last = None

@@ -20,7 +20,7 @@ from typing import Literal
 
 from agent_cli import events as ev
 from agent_cli.events import EntryState, PathChange
-from agent_cli.undo.changes import ChangeSet
+from agent_cli.log.changes import ChangeSet
 from agent_cli.undo.snapshot import current_state, state_at
 from agent_cli.undo.store import Store, StoreError
 

@@ -132,7 +132,7 @@ def test_paths_in_records_cannot_leave_the_workspace(tmp_path: Path) -> None:
     """Even a signed record is checked: `..`, absolute paths and .git (but for the top
     .git/config and .git/hooks/, which snapshots record) are never touched."""
     from agent_cli.events import EntryState, PathChange
-    from agent_cli.undo.changes import ChangeSet
+    from agent_cli.log.changes import ChangeSet
     from agent_cli.undo.restore import make_plan
     from agent_cli.undo.store import Store
 

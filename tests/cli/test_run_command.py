@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import subprocess
 import sys
 import textwrap
@@ -18,6 +17,7 @@ import pytest
 
 from agent_cli import events as ev
 from agent_cli.approval import Gate, ScriptedApprover
+from agent_cli.cancel import CancelToken
 from agent_cli.loop import Limits, Loop
 from agent_cli.providers.scripted import ScriptedProvider
 from agent_cli.tools.base import ToolContext, ToolOutput
@@ -328,8 +328,10 @@ def test_cancel_kills_the_group_promptly(tools: Registry, workspace: Path) -> No
 
 
 @needs_proc
-def test_ctrl_c_in_the_loop_reports_interrupted_not_denied(tools: Registry,
-                                                           workspace: Path) -> None:
+def test_a_cancel_in_the_loop_reports_interrupted_not_denied(tools: Registry,
+                                                             workspace: Path) -> None:
+    """A cancel (what the front end makes of Ctrl-C) while a command runs: its process group
+    is ended, the call is "interrupted", the next one is "not run"."""
     calls = [{"type": "tool_use", "id": "r1", "name": "run_command",
               "input": {"command": "echo $$ > leader; sleep 300"}},
              {"type": "tool_use", "id": "r2", "name": "run_command",
@@ -339,15 +341,16 @@ def test_ctrl_c_in_the_loop_reports_interrupted_not_denied(tools: Registry,
     loop = Loop(provider, tools, Gate(ScriptedApprover(["y", "y"])), events.append,
                 workspace=workspace, limits=Limits(tool_timeout_s=300))
 
+    token = CancelToken()
+
     def press_ctrl_c() -> None:
         wait_for(workspace / "leader")
-        signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
+        token.cancel()
 
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     presser = threading.Thread(target=press_ctrl_c)
     presser.start()
     history: list[dict[str, Any]] = []
-    result = loop.run_turn(history, "go")
+    result = loop.run_turn(history, "go", token)
     presser.join()
     assert result.reason == "interrupted"
     first, second = history[2]["content"]

@@ -4,7 +4,7 @@ Hypothesis writes the model's side of a conversation (replies holding valid, inv
 raising and effectful tool calls, duplicated or missing ids, replies cut at max_tokens), the
 user's answers at the approval prompt and the deny rules in config. The real Session runs it with
 the bundled tools plus two test tools, and every example is checked against what the contract
-promises (design.md sections 4 and 5):
+promises (docs/contracts.md, "The approval contract", and docs/session-log.md):
 
 1. every tool_use in the history is answered by the next user message, once, in order;
 2. an effect on disk happens only after a recorded approval, and only for a y/yes answer with no

@@ -87,7 +87,7 @@ def test_three_of_five_gives_pass_hat_over_k_in_json(tmp_path: Path) -> None:
     assert task["pass_at"] == pytest.approx({"1": 0.6, "2": 0.9, "3": 1.0, "4": 1.0, "5": 1.0})
     assert report["pass_hat"] == pytest.approx(task["pass_hat"])
     assert report["ks"] == [1, 2, 3, 4, 5]
-    # the design's keys are still k = n
+    # the contract's keys (docs/contracts.md) are still k = n
     assert (task["pass_at_k"], task["pass_hat_k"]) == (1.0, 0.0)
 
 

@@ -11,9 +11,9 @@ import pytest
 from rich.console import Console
 
 from agent_cli import events as ev
+from agent_cli import rerun as rr
 from agent_cli.approval import ScriptedApprover
 from agent_cli.config import Settings
-from agent_cli.log import rerun as rr
 from agent_cli.log.reader import read_events
 from agent_cli.log.store import sessions_dir
 from agent_cli.log.writer import SessionLog

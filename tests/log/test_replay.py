@@ -20,11 +20,11 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
+from agent_cli import rerun as rr
 from agent_cli.approval import Approved, DenyRule, ScriptedApprover
 from agent_cli.calls import Call
 from agent_cli.cli.app import app
 from agent_cli.config import Settings
-from agent_cli.log import rerun as rr
 from agent_cli.log import show as rp
 from agent_cli.log.reader import read_events
 from agent_cli.log.verify import verify

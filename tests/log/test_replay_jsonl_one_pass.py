@@ -32,7 +32,7 @@ def agent_cli(*args: str, fake: FakeAnthropic | None = None) -> subprocess.Compl
 
 
 def test_replay_jsonl_prints_what_run_jsonl_printed(workspace: Path, tmp_path: Path) -> None:
-    """design.md section 5: `run --output jsonl` prints the session's events; a replay of its
+    """docs/session-log.md: `run --output jsonl` prints the session's events; a replay of its
     log prints the same bytes (non-ASCII text and floats included), from the signed log."""
     log = tmp_path / "run.jsonl"
     with FakeAnthropic() as fake:

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from agent_cli.log.changes import ChangeSet
 from agent_cli.sandbox.overlay import Layer, available, landlock_confine, popen_in_layer
-from agent_cli.undo.changes import ChangeSet
 from agent_cli.undo.restore import apply, make_plan
 from agent_cli.undo.store import Store
 from agent_cli.undo.upper import apply_upper

@@ -38,8 +38,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agent_cli.sandbox.policy import current as current_sandbox
-from agent_cli.sandbox.policy import scope as sandbox_scope
+from agent_cli.sandbox import policy as sandbox_policy
 from agent_cli.tools.base import Tool, ToolContext, ToolOutput, canonical_json
 from agent_cli.tools.mcp.adapt import NAME_OK, describe_claims
 from agent_cli.tools.mcp.features import HubFeatures
@@ -64,6 +63,7 @@ from agent_cli.tools.mcp.transport import describe_endpoint, end_marked_processe
 if TYPE_CHECKING:
     from agent_cli import events as ev
     from agent_cli.config import MCPServer, Settings
+    from agent_cli.conversation import History
     from agent_cli.sandbox.policy import Sandbox
     from agent_cli.tools.registry import Registry
 
@@ -92,7 +92,7 @@ class MCPHub(ServerTasks, HubFeatures, ServerRestarts):
         """The session's registry: `sync` adds the offered tools and removes the rest."""
         self.workspace = workspace
         """The session's workspace; never a server's working folder (see _neutral_cwd)."""
-        self.sandbox = sandbox if sandbox is not None else current_sandbox()  # its session's
+        self.sandbox = sandbox if sandbox is not None else sandbox_policy.current()  # its session's
         self.emit = emit
         """Where `sync` sends the queued notices (None: `agent-cli mcp`, which shows state)."""
         self.pins = PinStore(home / "mcp-pins.json")
@@ -189,7 +189,7 @@ class MCPHub(ServerTasks, HubFeatures, ServerRestarts):
 
     def _in_scope(self, work: Callable[..., None], *args: Any) -> None:
         """A hub thread: its servers are confined by this session's sandbox, whoever else runs."""
-        with sandbox_scope(self.sandbox):
+        with sandbox_policy.scope(self.sandbox):
             work(*args)
 
     def _boot_servers(self, todo: list[ServerState]) -> None:
@@ -463,8 +463,8 @@ class MCPHub(ServerTasks, HubFeatures, ServerRestarts):
                     for e in st.tools.values()))
                 for st in self.servers.values()]
 
-    def request_hook(self, messages: list[dict[str, Any]], system: str | None
-                     ) -> tuple[list[dict[str, Any]], str | None]:
+    def request_hook(self, messages: History, system: str | None
+                     ) -> tuple[History, str | None]:
         """The loop's hook before each model request: wait for servers still starting and let
         their tools join (sync(wait=True)), then add the ready servers' instructions to the
         system prompt. The messages go through unchanged."""

@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.text import Text
 
 from agent_cli import events as ev
-from agent_cli.calls import call_of
+from agent_cli.events import call_of
 from agent_cli.log.show import when
 from agent_cli.ui.panel import approval_panel, prompt_line
 from agent_cli.ui.render import Renderer

@@ -1,5 +1,5 @@
 """The report of `agent-cli replay LOG --rerun`: tools that changed since the recording, warnings
-about the log, and every call whose result drifted, drawn from log.rerun's RerunReport.
+about the log, and every call whose result drifted, drawn from rerun.py's RerunReport.
 
 Every string in it came from a log or a tool run, so each goes through the output boundary
 (ui.safe_rich.safe).
@@ -13,7 +13,7 @@ from rich.console import Console, ConsoleOptions, RenderResult
 from rich.table import Table
 from rich.text import Text
 
-from agent_cli.log.rerun import RerunReport
+from agent_cli.rerun import RerunReport
 from agent_cli.safe_text import one_line
 from agent_cli.ui.safe_rich import safe
 

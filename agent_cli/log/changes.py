@@ -5,6 +5,9 @@ until an `undo` names it, and again once a redo (an `undo` record whose `undid` 
 undo: the form older logs wrote for an undo of an undo) puts it back. So `/undo` twice steps back
 two turns, and `--to ID` never re-creates what an earlier undo removed: only calls still in
 effect are undone. Turns are counted by the user messages before a call, in log order.
+
+It reads events only, so it lives with the other readers of a log: replay (show.py) and resume
+(resume.py) use it as undo/ does, and log/ never imports undo/.
 """
 
 from __future__ import annotations
