@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from tests.acp.harness import Recorder, agent, log_records, script, text, write_call
+from tests.acp.harness import Recorder, agent, log_records, script, text, until, write_call
 
 
 def _run(policy: str, tmp_path: Path, workspace: Path) -> tuple[Recorder, str, Path]:
@@ -112,3 +112,59 @@ def test_read_only_mode_refuses_writes_without_asking(tmp_path: Path, workspace:
         client.updates
     [approval] = [r for r in log_records(log) if r["type"] == "approval"]
     assert (approval["decision"], approval["by"]) == ("denied", "policy")
+
+
+def test_a_yes_covers_one_call(tmp_path: Path, workspace: Path) -> None:
+    """Two identical write calls in one reply: two questions, and the second answer decides the
+    second call alone."""
+    same = {"path": "twice.txt", "content": "same\n"}
+    reply = {"content": [{"type": "tool_use", "id": "a1", "name": "write_file", "input": same},
+                         {"type": "tool_use", "id": "a2", "name": "write_file", "input": same}],
+             "stop_reason": "tool_use"}
+    play = script(tmp_path / "script.json", [reply, text("ok")])
+    log = tmp_path / "s.jsonl"
+    client = Recorder(policy="hold")
+
+    async def scenario() -> None:
+        async with agent(client, "--script", str(play), "--log", str(log),
+                         stderr=tmp_path / "e.txt") as conn:
+            new = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+            turn = asyncio.create_task(conn.prompt(session_id=new.session_id,
+                                                   prompt=[{"type": "text", "text": "go"}]))
+            await until(lambda: client.held is not None, "the first question")
+            first = client.held
+            assert first is not None
+            first.set_result({"optionId": "allow"})
+            await until(lambda: client.held is not first, "the second question")
+            assert client.held is not None
+            client.held.set_result({"optionId": "reject"})
+            await turn
+
+    asyncio.run(scenario())
+    assert [q["toolCall"]["toolCallId"] for q in client.questions] == ["a1", "a2"]
+    decisions = [(r["id"], r["decision"]) for r in log_records(log) if r["type"] == "approval"]
+    assert decisions == [("a1", "approved"), ("a2", "denied")]
+
+
+def test_the_editor_leaving_during_a_question_denies_and_closes_the_log(
+        tmp_path: Path, workspace: Path) -> None:
+    play = script(tmp_path / "script.json", [write_call("w1", "gone.txt", "x"), text("ok")])
+    log = tmp_path / "s.jsonl"
+    client = Recorder(policy="hold")
+
+    async def scenario() -> None:
+        async with agent(client, "--script", str(play), "--log", str(log),
+                         stderr=tmp_path / "e.txt") as conn:
+            new = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+            turn = asyncio.create_task(conn.prompt(session_id=new.session_id,
+                                                   prompt=[{"type": "text", "text": "go"}]))
+            await until(lambda: client.held is not None, "the question")
+        turn.cancel()  # (the connection is closed: it is never answered)
+        await asyncio.wait_for(client.proc.wait(), 120)
+
+    asyncio.run(scenario())
+    assert not (workspace / "gone.txt").exists()
+    records = log_records(log)
+    assert [(r["decision"], r["by"]) for r in records if r["type"] == "approval"] == [
+        ("denied", "user")]
+    assert records[-1]["type"] == "session_end"
