@@ -21,8 +21,8 @@ from agent_cli.acp.updates import EventMapper
 if TYPE_CHECKING:
     from agent_cli.acp.wire import Channel, Pending
     from agent_cli.calls import Call
-    from agent_cli.turn import TurnResult
     from agent_cli.session import Session
+    from agent_cli.turn import TurnResult
 
 
 class Turns:
