@@ -68,8 +68,9 @@ LAYERS: dict[str, int] = {
     # 4: programs built on a session: re-running a log, evaluation.
     "agent_cli.rerun": 4,
     "agent_cli.eval": 4,
-    # 5: the terminal.
+    # 5: the front ends: the terminal, and editors over the Agent Client Protocol.
     "agent_cli.ui": 5,
+    "agent_cli.acp": 5,
     # 6: the command line.
     "agent_cli.cli": 6,
     "agent_cli.__main__": 6,
@@ -289,3 +290,13 @@ def test_the_rank_table_reads_as_intended(module: str, target: str, ok: bool) ->
     mine, theirs = rank_of(module), rank_of(target)
     assert mine is not None and theirs is not None
     assert (theirs <= mine) is ok
+
+
+def test_the_editor_front_end_knows_no_terminal() -> None:
+    """agent_cli.acp shares rank 5 with the terminal, but it speaks JSON-RPC on a stream that
+    must hold nothing else: no Rich, prompt-toolkit or typer (and nothing of ui/) in it."""
+    problems = [f"{path.relative_to(PACKAGE.parent)}:{line}: imports {target}"
+                for path in sources() if module_name(path).startswith("agent_cli.acp")
+                for line, target in imports_of(path)
+                if target.split(".")[0] in THIRD_PARTY_UI or target.startswith("agent_cli.ui")]
+    assert not problems, "\n".join(problems)

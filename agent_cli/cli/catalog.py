@@ -38,6 +38,9 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "log": ("agent_cli.cli.log", "Check and list session logs."),
     "mcp": ("agent_cli.cli.mcp", "MCP servers: their state, tools, and changed tool "
             "definitions."),
+    "acp": ("agent_cli.cli.acp", "Serve the Agent Client Protocol on stdin/stdout, for editors "
+            "(Zed, JetBrains IDEs, Neovim, Emacs): each write call asks in the editor, one by "
+            "one."),
     "config": ("agent_cli.cli.config_cmd", "Print the example config file, or where your "
                "config file is read from."),
 }
