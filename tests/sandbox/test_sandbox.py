@@ -12,8 +12,10 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
 from agent_cli import events as ev
 from agent_cli.approval import ScriptedApprover
@@ -22,6 +24,7 @@ from agent_cli.providers.scripted import ScriptedProvider
 from agent_cli.sandbox import landlock
 from agent_cli.sandbox.policy import LINE, NETWORK_ALLOWED, Sandbox, Support
 from agent_cli.session import Session
+from agent_cli.tools.base import Tool, ToolContext
 from agent_cli.tools.loader import load_tools
 from agent_cli.tools.procs import run_process, scrubbed_env
 from tests.sandbox.harness import (
@@ -32,7 +35,7 @@ from tests.sandbox.harness import (
     confined,
     connect_cmd,
 )
-from tests.scripts import done
+from tests.scripts import done, tool_use
 
 # --------------------------------------------------------------------------- writes
 
@@ -143,17 +146,29 @@ def test_no_signal_and_no_ptrace_outside_the_sandbox(workspace: Path) -> None:
 
 def test_a_plugin_using_the_process_helper_is_confined_too(workspace: Path,
                                                            outside: Path) -> None:
-    """run_process without a sandbox argument gets the running session's."""
+    """run_process without a sandbox argument, in a plugin's run, gets the running session's."""
     registry, _ = load_tools([])
+    ran: list[Any] = []
+
+    class _NoArgs(BaseModel):
+        pass
+
+    def toucher(args: _NoArgs, ctx: ToolContext) -> str:
+        ran.append(run_process(["touch", str(outside / "x")], cwd=str(workspace),
+                               env=scrubbed_env(), timeout_s=30))
+        return "touched"
+
+    registry.add(Tool("toucher", "Touches a file outside (test).", _NoArgs, toucher,
+                      effect="read"))
     session = Session(Settings(provider="scripted"), workspace=workspace,
-                      provider=ScriptedProvider([done()]), registry=registry,
-                      approver=ScriptedApprover([]))
+                      provider=ScriptedProvider([tool_use("t1", "toucher", {}), done()]),
+                      registry=registry, approver=ScriptedApprover([]))
     session.start()
     try:
-        res = run_process(["touch", str(outside / "x")], cwd=str(workspace), env=scrubbed_env(),
-                          timeout_s=30)
+        session.send("touch")
     finally:
         session.close()
+    (res,) = ran
     if SUPPORT.abi:
         assert res.returncode != 0 and b"Permission denied" in res.head
         assert not (outside / "x").exists()

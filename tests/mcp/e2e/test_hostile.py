@@ -321,7 +321,13 @@ def test_prompts_are_listed_and_sent_as_the_users_message(workspace: Path, marke
         listing = console.export_text()
         assert "/mcp prompt hostile review path=... [focus=...]" in listing
         assert ESC not in listing and "\\x1b[2J" in listing
-        console.print(repl_mcp(run.session, "prompt hostile review path=app.py"))
+        from agent_cli.ui.turns import Retry
+
+        out = repl_mcp(run.session, "prompt hostile review path=app.py")
+        # The command hands the text to the REPL, which sends it like a typed message (its
+        # turn, its Esc and Ctrl-C); here the REPL's part is the send.
+        assert isinstance(out, Retry)
+        run.session.send(out.text)
         sent = run.provider.requests[1].messages[-1]
         assert sent["role"] == "user"
         assert "Please review app.py, looking for bugs." in str(sent["content"])
