@@ -117,5 +117,11 @@ async def agent(client: Recorder, *args: str, stderr: Path, cwd: Path | None = N
         err.close()
 
 
+def prompting(conn: Any, session_id: str, words: str) -> asyncio.Task[Any]:
+    """`session/prompt` with one text block, running while the test does something else."""
+    return asyncio.create_task(conn.prompt(session_id=session_id,
+                                           prompt=[{"type": "text", "text": words}]))
+
+
 def log_records(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]

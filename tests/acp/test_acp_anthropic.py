@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.acp.harness import Recorder, agent, log_records, script, until
+from tests.acp.harness import Recorder, agent, log_records, prompting, script, until
 from tests.fakes.anthropic_server import FakeAnthropic, Reply, text_reply, tool_reply
 
 
@@ -63,8 +63,7 @@ def test_cancel_while_the_model_streams(tmp_path: Path, workspace: Path, api_key
             async with agent(client, *_args(fake, tmp_path, log),
                              stderr=tmp_path / "e.txt") as conn:
                 new = await conn.new_session(cwd=str(workspace), mcp_servers=[])
-                turn = asyncio.create_task(conn.prompt(
-                    session_id=new.session_id, prompt=[{"type": "text", "text": "talk"}]))
+                turn = prompting(conn, new.session_id, "talk")
                 await until(lambda: "word" in client.text(), "the first streamed words")
                 await conn.cancel(session_id=new.session_id)
                 return str((await asyncio.wait_for(turn, 120)).stop_reason)

@@ -13,6 +13,7 @@ from tests.acp.harness import (
     agent,
     command_call,
     log_records,
+    prompting,
     script,
     text,
     until,
@@ -50,8 +51,7 @@ def test_cancel_during_a_running_command_ends_its_processes(tmp_path: Path,
         async with agent(client, "--script", str(play), "--log", str(log),
                          stderr=tmp_path / "stderr.txt") as conn:
             new = await conn.new_session(cwd=str(workspace), mcp_servers=[])
-            turn = asyncio.create_task(conn.prompt(
-                session_id=new.session_id, prompt=[{"type": "text", "text": "wait"}]))
+            turn = prompting(conn, new.session_id, "wait")
             await until(lambda: _processes_with(marker), "the command to start")
             await until(lambda: any("started up" in str(u.get("content")) for u in client.updates
                                     if u.get("status") == "in_progress"),
@@ -81,8 +81,7 @@ def test_cancel_during_a_pending_question_resolves_it_as_cancelled(tmp_path: Pat
         async with agent(client, "--script", str(play), "--log", str(log),
                          stderr=tmp_path / "stderr.txt") as conn:
             new = await conn.new_session(cwd=str(workspace), mcp_servers=[])
-            turn = asyncio.create_task(conn.prompt(
-                session_id=new.session_id, prompt=[{"type": "text", "text": "write"}]))
+            turn = prompting(conn, new.session_id, "write")
             await until(lambda: client.held is not None, "the permission question")
             await conn.cancel(session_id=new.session_id)
             answer = await asyncio.wait_for(turn, 120)
@@ -111,8 +110,7 @@ def test_a_cancelled_answer_denies_the_call(tmp_path: Path, workspace: Path) -> 
         async with agent(client, "--script", str(play), "--log", str(log),
                          stderr=tmp_path / "stderr.txt") as conn:
             new = await conn.new_session(cwd=str(workspace), mcp_servers=[])
-            turn = asyncio.create_task(conn.prompt(
-                session_id=new.session_id, prompt=[{"type": "text", "text": "write"}]))
+            turn = prompting(conn, new.session_id, "write")
             await until(lambda: client.held is not None, "the permission question")
             assert client.held is not None
             client.held.set_result({"outcome": "cancelled"})
@@ -137,8 +135,7 @@ def test_sigterm_during_a_running_command_ends_it_and_closes_the_log(tmp_path: P
         async with agent(client, "--script", str(play), "--log", str(log),
                          stderr=tmp_path / "stderr.txt") as conn:
             new = await conn.new_session(cwd=str(workspace), mcp_servers=[])
-            turn = asyncio.create_task(conn.prompt(
-                session_id=new.session_id, prompt=[{"type": "text", "text": "wait"}]))
+            turn = prompting(conn, new.session_id, "wait")
             await until(lambda: _processes_with(marker), "the command to start")
             client.proc.terminate()
             code = await asyncio.wait_for(client.proc.wait(), 120)

@@ -7,7 +7,16 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from tests.acp.harness import Recorder, agent, log_records, script, text, until, write_call
+from tests.acp.harness import (
+    Recorder,
+    agent,
+    log_records,
+    prompting,
+    script,
+    text,
+    until,
+    write_call,
+)
 
 
 def _run(policy: str, tmp_path: Path, workspace: Path) -> tuple[Recorder, str, Path]:
@@ -129,8 +138,7 @@ def test_a_yes_covers_one_call(tmp_path: Path, workspace: Path) -> None:
         async with agent(client, "--script", str(play), "--log", str(log),
                          stderr=tmp_path / "e.txt") as conn:
             new = await conn.new_session(cwd=str(workspace), mcp_servers=[])
-            turn = asyncio.create_task(conn.prompt(session_id=new.session_id,
-                                                   prompt=[{"type": "text", "text": "go"}]))
+            turn = prompting(conn, new.session_id, "go")
             await until(lambda: client.held is not None, "the first question")
             first = client.held
             assert first is not None
@@ -156,8 +164,7 @@ def test_the_editor_leaving_during_a_question_denies_and_closes_the_log(
         async with agent(client, "--script", str(play), "--log", str(log),
                          stderr=tmp_path / "e.txt") as conn:
             new = await conn.new_session(cwd=str(workspace), mcp_servers=[])
-            turn = asyncio.create_task(conn.prompt(session_id=new.session_id,
-                                                   prompt=[{"type": "text", "text": "go"}]))
+            turn = prompting(conn, new.session_id, "go")
             await until(lambda: client.held is not None, "the question")
         turn.cancel()  # (the connection is closed: it is never answered)
         await asyncio.wait_for(client.proc.wait(), 120)
