@@ -13,19 +13,18 @@ from __future__ import annotations
 import queue
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agent_cli import __version__
 from agent_cli.acp import wire
 from agent_cli.acp.content import PromptError, prompt_text
+from agent_cli.acp.opening import Options
 from agent_cli.acp.turns import Turns
 from agent_cli.acp.updates import SAID_REASONS, EventMapper, say, stop_reason
 from agent_cli.acp.wire import Channel, Message, RpcError
 
 if TYPE_CHECKING:
-    from agent_cli.config import Settings
     from agent_cli.session import Session
 
 PROTOCOL_VERSION = 1
@@ -34,17 +33,6 @@ MODES = [{"id": "normal", "name": "Ask before each write",
          {"id": "read-only", "name": "Read-only",
           "description": "Only read tools are offered; every write call is refused."}]
 """The session's modes (the REPL's /mode): session/set_mode switches them."""
-
-
-@dataclass
-class Options:
-    """The command line's part of every session (the common options)."""
-
-    settings: Callable[[], Settings]
-    workspace: Path | None = None
-    """--workspace: wins over the client's cwd (said in a notice when they differ)."""
-    tools_dirs: list[Path] = field(default_factory=list)
-    log: Path | None = None
 
 
 @dataclass

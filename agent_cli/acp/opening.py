@@ -4,6 +4,8 @@ workspace and the client's MCP servers joined to the configured ones as data (se
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -11,12 +13,24 @@ from agent_cli.acp import wire
 from agent_cli.acp.wire import RpcError
 
 if TYPE_CHECKING:
-    from agent_cli.acp.agent import Options
+    from agent_cli.config import Settings
+    from agent_cli.conversation import History
     from agent_cli.session import Session, Sink
 
 
+@dataclass
+class Options:
+    """The command line's part of every session (the common options)."""
+
+    settings: Callable[[], Settings]
+    workspace: Path | None = None
+    """--workspace: wins over the client's cwd (said in a notice when they differ)."""
+    tools_dirs: list[Path] = field(default_factory=list)
+    log: Path | None = None
+
+
 def open_session(options: Options, params: dict[str, Any], *, sink: Sink,
-                 client: str, history: list[dict[str, Any]] | None, continues: str | None
+                 client: str, history: History | None, continues: str | None
                  ) -> tuple[Session, list[str]]:
     """The session and the sentences to log and show once it started."""
     from agent_cli.acp.servers import client_servers

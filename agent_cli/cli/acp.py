@@ -38,7 +38,8 @@ def acp(common: Common) -> None:
 def serve(common: Common) -> None:
     """Speak the protocol until the client closes the stream or a signal (SIGTERM, SIGHUP,
     SIGINT) ends it: the running turn is cancelled and the log closed first."""
-    from agent_cli.acp.agent import Agent, Options
+    from agent_cli.acp.agent import Agent
+    from agent_cli.acp.opening import Options
     from agent_cli.acp.wire import Channel
 
     proto_in, proto_out = os.dup(0), os.dup(1)  # (new descriptors are close-on-exec)
