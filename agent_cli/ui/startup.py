@@ -3,13 +3,14 @@
 Building a session (settings, the event models, Rich, the tools and their plugins, MCP servers,
 the log) costs several times what drawing a prompt does. So `agent-cli chat` on a terminal:
 
-1. draws the prompt at once (`FirstFrame`: the terminal in raw mode, the prompt's characters
-   written; nothing but the standard library is imported for it). `cli/main.py` draws it even
-   before typer parses the command line (`draw_early`) when the words say the chat will start
-   with a prompt; the chat takes that frame over (`take_early`), and anything printed before
-   that (a usage error) is printed after the frame gave way (`give_way`). Keys typed from
-   then on wait in the terminal, byte for byte, for the line editor: nothing is echoed twice
-   or lost, and Ctrl-C and Ctrl-D are keys for that prompt, as at any other;
+1. draws the prompt at once (`FirstFrame`: the prompt's characters written, the terminal in
+   `typing_mode`; nothing but the standard library is imported for it). `cli/main.py` draws it
+   even before typer parses the command line (`draw_early`) when the words say the chat will
+   start with a prompt; the chat takes that frame over (`take_early`), and anything printed
+   before that (a usage error) is printed after the frame gave way (`give_way`). Keys typed
+   from then on are echoed by the kernel at once (the line editor takes a few tenths of a second
+   more to load) and wait in the terminal, byte for byte, for the line editor, which draws over
+   the echo: nothing is lost, and Ctrl-C and Ctrl-D are keys for that prompt, as at any other;
 2. starts the line editor on that prompt and, once it is drawn, builds the session in a thread
    (`Loading`). The build prints nothing and asks nothing;
 3. when the build is done (or failed), the editor gives up its line (`read_while_loading`):
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import sys
 import threading
 from collections.abc import Callable
@@ -62,50 +64,76 @@ def _termios_error() -> type[Exception]:
 
 
 class FirstFrame:
-    """The prompt drawn before the line editor is loaded. The terminal goes into raw mode (as
-    the editor would put it), so keys typed now are held unechoed and unchanged (Ctrl-C and
-    Ctrl-D as the bytes the editor reads, not a signal or an end of file) until the editor
-    reads them. `restore` puts the terminal back as it was."""
+    """The prompt drawn before the line editor is loaded. Until the editor takes the terminal
+    (`hand_over`), the kernel echoes what is typed (`typing_mode`), so a key shows the moment it
+    is pressed, however long the editor takes to load; the bytes wait in the terminal for the
+    editor, which reads them as they came (Ctrl-C and Ctrl-D as keys for this prompt, not a
+    signal or an end of file). `restore` puts the terminal back as it was."""
 
-    def __init__(self, fd: int, saved: list[Any] | None, prompt: str = "") -> None:
+    def __init__(self, fd: int, saved: list[Any] | None, prompt: str = "",
+                 typed: bytes = b"") -> None:
         self.fd = fd
         self.prompt = prompt
         self._saved = saved
         self._raw: list[Any] | None = None
+        self.typed = typed
+        """Keys read off the terminal by the frame itself (typed before it was drawn, and the
+        kernel's line at `hand_over`): the line editor gets them first (`take_typed`)."""
         self.on_screen = True
         """The prompt's characters are on screen and no editor has drawn over them yet."""
 
     @classmethod
     def draw(cls, prompt: str) -> FirstFrame:
+        """The prompt, after whatever was typed before it (the shell's mode echoed that where
+        the prompt now stands: it is drawn again after the prompt, and kept for the editor)."""
         fd = sys.stdin.fileno()
         saved: list[Any] | None = None
+        typed = b""
         try:
             import termios
 
             saved = termios.tcgetattr(fd)
-            raw = termios.tcgetattr(fd)
-            raw[0] &= ~(termios.IXON | termios.IXOFF | termios.ICRNL | termios.INLCR
-                        | termios.IGNCR)
-            raw[3] &= ~(termios.ECHO | termios.ICANON | termios.IEXTEN | termios.ISIG)
-            raw[6][termios.VMIN] = 1
-            raw[6][termios.VTIME] = 0
-            termios.tcsetattr(fd, termios.TCSANOW, raw)
+            typed = _read_pending(fd, saved)
+            termios.tcsetattr(fd, termios.TCSANOW, typing_mode(saved))
         except (ImportError, OSError, ValueError, _termios_error()):
             saved = None
         sys.stdout.flush()
-        os.write(sys.stdout.fileno(), prompt.encode())
-        return cls(fd, saved, prompt)
+        shown = (b"\r\x1b[K" if typed else b"") + prompt.encode() + _visible(typed).encode()
+        os.write(sys.stdout.fileno(), shown)
+        return cls(fd, saved, prompt, typed)
+
+    def _rows_typed(self) -> int:
+        """How many rows the prompt and the echo after it fill beyond the first, with the
+        kernel's line (read off here into `typed`: the terminal is in raw mode for that)."""
+        if self._saved is not None:
+            with contextlib.suppress(OSError, ValueError, _termios_error()):
+                self.typed += _read_pending(self.fd, self._saved)
+        if not self.typed:
+            return 0
+        width = len(self.prompt) + len(_visible(self.typed, echo=True))
+        columns = shutil.get_terminal_size().columns or 80
+        return max(width - 1, 0) // columns
+
+    def _start_of_prompt(self) -> bytes:
+        rows = self._rows_typed()
+        return (f"\x1b[{rows}A".encode() if rows else b"") + b"\r"
 
     def hand_over(self) -> None:
-        """The line editor draws its prompt next, from the start of this line."""
+        """The line editor draws its prompt next, from the start of this prompt's line; what
+        the kernel echoed is drawn over by it."""
         if self.on_screen:
-            self._write(b"\r")
+            self._write(self._start_of_prompt() + (b"\x1b[J" if self.typed else b""))
             self.on_screen = False
 
+    def take_typed(self) -> bytes:
+        typed, self.typed = self.typed, b""
+        return typed
+
     def erase(self) -> None:
-        """Take the prompt's characters off the screen (an error is printed instead)."""
+        """Take the prompt's characters (and what was typed after it) off the screen (an error
+        is printed instead)."""
         if self.on_screen:
-            self._write(b"\r\x1b[K")
+            self._write(self._start_of_prompt() + (b"\x1b[J" if self.typed else b"\x1b[K"))
             self.on_screen = False
 
     @staticmethod
@@ -160,6 +188,76 @@ class FirstFrame:
         # (termios.error is no OSError: after a hang-up fd 0 is /dev/null, not a terminal)
         with contextlib.suppress(OSError, termios.error):
             termios.tcsetattr(self.fd, termios.TCSANOW, attrs)
+
+
+def typing_mode(saved: list[Any]) -> list[Any]:
+    """The terminal while the frame waits for the line editor: the kernel echoes each key as it
+    arrives and keeps the line (backspace and Ctrl-U edit it there, on screen too), and nothing
+    is a signal, an end of file or flow control: Ctrl-C, Ctrl-D, Ctrl-S, Ctrl-R are bytes the
+    editor reads as its keys. Enter stays CR (the editor's "send"); a typed CR does not end the
+    kernel's line, so all of it is still there for the editor, which reads it raw."""
+    import termios
+
+    disabled = b"\x00"
+    with contextlib.suppress(OSError, ValueError):
+        disabled = bytes([os.fpathconf(0, "PC_VDISABLE") & 0xFF])
+    mode = list(saved)
+    mode[0] = saved[0] & ~(termios.IXON | termios.IXOFF | termios.ICRNL | termios.INLCR
+                           | termios.IGNCR)
+    echo = termios.ECHO | termios.ECHOE | termios.ECHOK | getattr(termios, "ECHOCTL", 0) \
+        | getattr(termios, "ECHOKE", 0)
+    mode[3] = (saved[3] | termios.ICANON | echo) & ~(termios.ISIG | termios.IEXTEN
+                                                     | termios.ECHONL)
+    cc = list(saved[6])
+    cc[termios.VEOF] = disabled
+    mode[6] = cc
+    return mode
+
+
+def _read_pending(fd: int, saved: list[Any]) -> bytes:
+    """Every byte typed and not yet read, taken off the terminal (raw for a moment: in the
+    kernel's line mode an unfinished line cannot be read). A CR the shell's mode turned into LF
+    is a CR again (the Enter it was)."""
+    import termios
+
+    raw = list(saved)
+    raw[0] = saved[0] & ~(termios.ICRNL | termios.INLCR | termios.IGNCR)
+    raw[3] = saved[3] & ~(termios.ECHO | termios.ICANON | termios.IEXTEN | termios.ISIG)
+    cc = list(saved[6])
+    cc[termios.VMIN], cc[termios.VTIME] = 0, 0
+    raw[6] = cc
+    termios.tcsetattr(fd, termios.TCSANOW, raw)
+    got = b""
+    while True:
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            break
+        got += chunk
+    if saved[0] & termios.ICRNL:
+        got = got.replace(b"\n", b"\r")
+    termios.tcsetattr(fd, termios.TCSANOW, typing_mode(saved))
+    return got
+
+
+def _visible(typed: bytes, echo: bool = False) -> str:
+    """What of `typed` a line shows: its printable characters; with `echo`, also each control
+    character as the kernel echoed it (two columns: ^C)."""
+    text = typed.decode("utf-8", "replace")
+    if echo:
+        return "".join(c if c.isprintable() else "^?" for c in text)
+    return "".join(c for c in text if c.isprintable())
+
+
+def typeahead(typed: bytes) -> list[Any]:
+    """`typed` as the line editor's key presses (prompt-toolkit parses its own input so)."""
+    from prompt_toolkit.input.vt100_parser import Vt100Parser
+    from prompt_toolkit.key_binding import KeyPress
+
+    keys: list[KeyPress] = []
+    parser = Vt100Parser(keys.append)
+    parser.feed(typed.decode("utf-8", "replace"))
+    parser.flush()
+    return keys
 
 
 _EARLY: list[FirstFrame] = []
@@ -373,6 +471,11 @@ def read_while_loading(ps: PromptSession[Any], loading: Loading[Any], message: s
     try:
         while not loading.settled and signals.received is None:
             frame.hand_over()
+            typed = frame.take_typed()
+            if typed:  # (read off the terminal by the frame: the editor gets them first)
+                from prompt_toolkit.input.typeahead import store_typeahead
+
+                store_typeahead(ps.app.input, typeahead(typed))
             try:
                 line = ps.prompt(message, default=text,
                                  pre_run=lambda: exiter.pre_run(ps.app))
