@@ -204,9 +204,17 @@ def draw_early(prompt: str) -> None:
     take over once it runs)."""
     import signal
 
-    _EARLY.append(FirstFrame.draw(prompt))
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, _end_early)
+    # The handlers are in place before the terminal's mode changes, and the signals blocked
+    # until the frame is registered: one that lands the moment the prompt shows (a window
+    # closed at once) still puts the terminal back (it is delivered at the unblock).
+    ending = {signal.SIGTERM, signal.SIGHUP}
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, ending)
+    try:
+        for sig in ending:
+            signal.signal(sig, _end_early)
+        _EARLY.append(FirstFrame.draw(prompt))
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
 def _end_early(signum: int, _frame: Any) -> None:
