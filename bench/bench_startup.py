@@ -14,7 +14,9 @@
    shows; the time until that key is echoed after the prompt on the pty's output. The same for
    `llm chat` (Simon Willison's CLI, when installed in this Python's environment: "llm not
    installed" otherwise) in the same rounds, and `python -c pass` as the floor. Goal (issue 32):
-   the first key echoes within 0.30 s of starting `agent-cli chat`.
+   the first key echoes within 0.30 s of starting `agent-cli chat`. Two more rows switch the
+   second path off in the child (a patch before `main()` runs): the frame drawn only after typer
+   parsed the command line, and the one path (no frame: the prompt after the session is built).
 4. Which heavy modules `import agent_cli.cli.app` pulls in (anthropic and mcp must not be among
    them).
 5. With --profile: `python -X importtime` of both paths, the biggest imports by cumulative time.
@@ -268,8 +270,16 @@ def key_echo(runs: int, env: dict[str, str], root: Path, workspace: Path,
             str(SCRIPT), "--workspace", str(workspace)]
     llm = llm_argv()
     llm_env = dict(env, LLM_USER_PATH=str(root / "llm"), OPENAI_API_KEY="not-used")
+    words = chat[3:]
+    no_early = [sys.executable, "-c", "import agent_cli.cli.main as m; m._early_prompt = "
+                "lambda args: None; m.main()", *words]
+    one_path = [sys.executable, "-c", "import agent_cli.cli.main as m, agent_cli.cli.chat as c; "
+                "m._early_prompt = lambda args: None; c._prompt_first = lambda *a: False; "
+                "m.main()", *words]
     programs: list[tuple[str, list[str], dict[str, str], bytes]] = [
-        ("agent-cli chat", chat, env, PROMPT)]
+        ("agent-cli chat", chat, env, PROMPT),
+        ("  frame after typer parses", no_early, env, PROMPT),
+        ("  one path (prompt after session)", one_path, env, PROMPT)]
     if before_env is not None:
         programs.append(("agent-cli chat (before)", chat, before_env, PROMPT))
     if llm is not None:

@@ -77,7 +77,7 @@ class FirstFrame:
         self.fd = fd
         self.prompt = prompt
         self._saved = saved
-        self._raw: list[Any] | None = None
+        self._frame_mode: list[Any] | None = None
         self.typed = typed
         """Keys read off the terminal by the frame itself (typed before it was drawn, and the
         kernel's line at `hand_over`): the line editor gets them first (`take_typed`)."""
@@ -146,19 +146,20 @@ class FirstFrame:
 
     def cooked(self) -> None:
         """The terminal as it was (line editing, echo, Ctrl-C a signal) for a while, but with
-        Enter kept as it is typed (`keep_enter`); the raw mode comes back with `raw_again`."""
+        Enter kept as it is typed (`keep_enter`); the frame's `typing_mode` comes back with
+        `raw_again`."""
         if self._saved is not None:
             import termios
 
             with contextlib.suppress(OSError, termios.error):
-                self._raw = termios.tcgetattr(self.fd)
+                self._frame_mode = termios.tcgetattr(self.fd)
             self._set(self.keep_enter(self._saved))
 
     def settle(self) -> None:
-        """Out of raw mode for the rest of the chat, as `cooked` does: echo, line editing and
-        Ctrl-C as they were, Enter kept. `restore` (when the chat ends) undoes the rest."""
+        """Out of the frame's mode for the rest of the chat, as `cooked` does: echo, line editing
+        and Ctrl-C as they were, Enter kept. `restore` (when the chat ends) undoes the rest."""
         self.cooked()
-        self._raw = None
+        self._frame_mode = None
 
     @staticmethod
     def keep_enter(attrs: list[Any]) -> list[Any]:
@@ -174,7 +175,7 @@ class FirstFrame:
         return changed
 
     def raw_again(self) -> None:
-        raw = self._raw
+        raw = self._frame_mode
         if raw is not None and self._saved is not None:
             self._set(raw)
 
