@@ -46,7 +46,13 @@ if TYPE_CHECKING:
 
     from agent_cli.signals import TerminationSignals
 
-from agent_cli.ui.typing_mode import read_pending, typeahead, typing_mode, visible
+from agent_cli.ui.typing_mode import (
+    pending_count,
+    read_pending,
+    typeahead,
+    typing_mode,
+    visible,
+)
 
 T = TypeVar("T")
 
@@ -95,7 +101,8 @@ class FirstFrame:
             import termios
 
             saved = termios.tcgetattr(fd)
-            typed = read_pending(fd, saved)
+            typed = b"".join(_CARRIED) + read_pending(fd, saved)
+            _CARRIED.clear()
             termios.tcsetattr(fd, termios.TCSANOW, typing_mode(saved))
         except (ImportError, OSError, ValueError, _termios_error()):
             saved = None
@@ -104,27 +111,28 @@ class FirstFrame:
         os.write(sys.stdout.fileno(), shown)
         return cls(fd, saved, prompt, typed)
 
-    def _rows_typed(self) -> int:
-        """How many rows the prompt and the echo after it fill beyond the first, with the
-        kernel's line (read off here into `typed`: the terminal is in raw mode for that)."""
+    def _start_of_prompt(self, take: bool) -> tuple[bytes, bool]:
+        """The cursor's way back to the prompt's first column over the rows the prompt and the
+        echo after it fill, and whether anything was typed. With `take` the kernel's line is
+        read off into `typed` (for the line editor), else only counted (it stays for whoever
+        reads the terminal next)."""
+        more = 0
         if self._saved is not None:
             with contextlib.suppress(OSError, ValueError, _termios_error()):
-                self.typed += read_pending(self.fd, self._saved)
-        if not self.typed:
-            return 0
-        width = len(self.prompt) + len(visible(self.typed, echo=True))
-        columns = shutil.get_terminal_size().columns or 80
-        return max(width - 1, 0) // columns
-
-    def _start_of_prompt(self) -> bytes:
-        rows = self._rows_typed()
-        return (f"\x1b[{rows}A".encode() if rows else b"") + b"\r"
+                if take:
+                    self.typed += read_pending(self.fd, self._saved)
+                else:
+                    more = pending_count(self.fd, self._saved)
+        width = len(self.prompt) + len(visible(self.typed, echo=True)) + more
+        rows = max(width - 1, 0) // (shutil.get_terminal_size().columns or 80)
+        return (f"\x1b[{rows}A".encode() if rows else b"") + b"\r", bool(self.typed or more)
 
     def hand_over(self) -> None:
         """The line editor draws its prompt next, from the start of this prompt's line; what
         the kernel echoed is drawn over by it."""
         if self.on_screen:
-            self._write(self._start_of_prompt() + (b"\x1b[J" if self.typed else b""))
+            back, typed = self._start_of_prompt(take=True)
+            self._write(back + (b"\x1b[J" if typed else b""))
             self.on_screen = False
 
     def take_typed(self) -> bytes:
@@ -135,7 +143,8 @@ class FirstFrame:
         """Take the prompt's characters (and what was typed after it) off the screen (an error
         is printed instead)."""
         if self.on_screen:
-            self._write(self._start_of_prompt() + (b"\x1b[J" if self.typed else b"\x1b[K"))
+            back, typed = self._start_of_prompt(take=False)
+            self._write(back + (b"\x1b[J" if typed else b"\x1b[K"))
             self.on_screen = False
 
     @staticmethod
@@ -193,6 +202,9 @@ class FirstFrame:
             termios.tcsetattr(self.fd, termios.TCSANOW, attrs)
 
 
+_CARRIED: list[bytes] = []
+"""Keys an early frame read off the terminal and could not hand to a line editor (it gave way:
+the chat draws a prompt of its own, which starts with them)."""
 _EARLY: list[FirstFrame] = []
 """The frame `draw_early` drew before the command line was parsed, until the chat takes it."""
 
@@ -230,6 +242,7 @@ def give_way() -> None:
         frame = _EARLY.pop()
         frame.erase()
         frame.restore()
+        _CARRIED.append(frame.take_typed())  # (read off before the frame: the next one shows them)
 
 
 def take_early(prompt: str) -> FirstFrame | None:

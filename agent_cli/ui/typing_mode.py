@@ -33,10 +33,9 @@ def typing_mode(saved: list[Any]) -> list[Any]:
     return mode
 
 
-def read_pending(fd: int, saved: list[Any]) -> bytes:
-    """Every byte typed and not yet read, taken off the terminal (raw for a moment: in the
-    kernel's line mode an unfinished line cannot be read). A CR the shell's mode turned into LF
-    is a CR again (the Enter it was)."""
+def _raw_for_a_moment(fd: int, saved: list[Any]) -> None:
+    """Raw, no echo, reads that never wait: in the kernel's line mode an unfinished line can be
+    neither read nor counted."""
     import termios
 
     raw = list(saved)
@@ -46,6 +45,30 @@ def read_pending(fd: int, saved: list[Any]) -> bytes:
     cc[termios.VMIN], cc[termios.VTIME] = 0, 0
     raw[6] = cc
     termios.tcsetattr(fd, termios.TCSANOW, raw)
+
+
+def pending_count(fd: int, saved: list[Any]) -> int:
+    """How many bytes were typed and not yet read, left where they are (for whoever reads the
+    terminal next), the terminal in `typing_mode` afterwards."""
+    import fcntl
+    import struct
+    import termios
+
+    _raw_for_a_moment(fd, saved)
+    try:
+        count: int = struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0]
+    finally:
+        termios.tcsetattr(fd, termios.TCSANOW, typing_mode(saved))
+    return count
+
+
+def read_pending(fd: int, saved: list[Any]) -> bytes:
+    """Every byte typed and not yet read, taken off the terminal (raw for a moment: in the
+    kernel's line mode an unfinished line cannot be read). A CR the shell's mode turned into LF
+    is a CR again (the Enter it was)."""
+    import termios
+
+    _raw_for_a_moment(fd, saved)
     got = b""
     while True:
         chunk = os.read(fd, 4096)
