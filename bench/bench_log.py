@@ -8,9 +8,7 @@
 2. `agent-cli log verify LOG` and `agent-cli replay LOG --output jsonl > /dev/null` on a
    generated log of 100,000 events (and one of --events x 3), each a child process measured with
    wait4: wall time, CPU time and its own peak RSS. Both stream the file: the peak memory should
-   not grow with the log. A log this long is checked in two halves at once (a forked process
-   checks the second, agent_cli/log/verify_split.py): the wall time is the figure the goal is
-   about, and the CPU time is both processes' together.
+   not grow with the log.
 
     python bench/bench_log.py [--calls 2000] [--events 100000] [--repeat 3] [--dir DIR]
                               [--read-only] [--before TREE]

@@ -9,9 +9,17 @@
    when the line editor was live (prompt-toolkit switched bracketed paste on) and when the
    session was ready (its banner printed). Since the prompt is drawn before the session is built
    (ui/startup.py), these three differ; before, they came together.
-3. Which heavy modules `import agent_cli.cli.app` pulls in (anthropic and mcp must not be among
+3. Key echo: a key written to the pty at t=0 (right after spawning, before anything is drawn:
+   a person types as soon as they press Enter) and one written when the first prompt character
+   shows; the time until that key is echoed after the prompt on the pty's output. The same for
+   `llm chat` (Simon Willison's CLI, when installed in this Python's environment: "llm not
+   installed" otherwise) in the same rounds, and `python -c pass` as the floor. Goal (issue 32):
+   the first key echoes within 0.30 s of starting `agent-cli chat`. Two more rows switch the
+   second path off in the child (a patch before `main()` runs): the frame drawn only after typer
+   parsed the command line, and the one path (no frame: the prompt after the session is built).
+4. Which heavy modules `import agent_cli.cli.app` pulls in (anthropic and mcp must not be among
    them).
-4. With --profile: `python -X importtime` of both paths, the biggest imports by cumulative time.
+5. With --profile: `python -X importtime` of both paths, the biggest imports by cumulative time.
 
 The prompt runs are interleaved with `python -c pass` (the floor: starting the interpreter), and
 the ratio to it is printed. `--before TREE` runs the chat of another checkout (TREE on
@@ -49,6 +57,10 @@ READY = b"Ctrl-D to leave."
 GOAL_HELP_S = 0.08
 GOAL_PROMPT_S = 0.25
 GOAL_PROMPT_RATIO = 15.0
+GOAL_ECHO_S = 0.30
+KEY = b"Q"
+"""The key typed: in no prompt, and not before the prompt in either program's output."""
+LLM_PROMPT = b"> "
 HEAVY = ("anthropic", "mcp", "httpx", "httpx2", "prompt_toolkit", "rich", "pydantic", "typer")
 
 
@@ -200,6 +212,108 @@ def time_prompt_once(workspace: Path, env: dict[str, str], stderr_file: Path | N
     return PromptTimes(marks[PROMPT], cpu_at_prompt, marks[EDITOR_LIVE], marks[READY])
 
 
+def time_echo_once(argv: list[str], env: dict[str, str], cwd: Path, prompt: bytes,
+                   at_frame: bool) -> float:
+    """Seconds from writing KEY to the pty until it shows after `prompt` in the output: KEY
+    written right after the fork (`at_frame` False) or when `prompt` first shows."""
+    t0 = time.perf_counter()
+    pid, fd = pty.fork()
+    if pid == 0:
+        try:
+            os.chdir(cwd)
+            os.execve(argv[0], argv, env)
+        finally:
+            os._exit(127)
+    typed_at: float | None = None
+    if not at_frame:
+        os.write(fd, KEY)
+        typed_at = time.perf_counter()
+    seen = b""
+    try:
+        while time.perf_counter() < t0 + 60:
+            if not select.select([fd], [], [], 0.5)[0]:
+                continue
+            try:
+                data = os.read(fd, 65536)
+            except OSError:
+                data = b""
+            if not data:
+                break
+            seen += data
+            at = seen.find(prompt)
+            if at < 0:
+                continue
+            if typed_at is None:
+                os.write(fd, KEY)
+                typed_at = time.perf_counter()
+                continue
+            if KEY in seen[at:]:
+                return time.perf_counter() - typed_at
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        os.close(fd)
+    tail = seen[-300:].decode("utf-8", "replace")
+    raise SystemExit(f"{argv[0]}: the key was never echoed after its prompt; last output:\n{tail}")
+
+
+def llm_argv() -> list[str] | None:
+    script = Path(sys.executable).parent / "llm"
+    found = str(script) if script.exists() else shutil.which("llm")
+    return [found, "chat", "-m", "gpt-4o-mini"] if found else None
+
+
+def key_echo(runs: int, env: dict[str, str], root: Path, workspace: Path,
+             before_env: dict[str, str] | None) -> None:
+    """Part 3: key echo, agent-cli's chat (and --before's) against llm and the floor."""
+    chat = [sys.executable, "-m", "agent_cli", "chat", "--provider", "scripted", "--script",
+            str(SCRIPT), "--workspace", str(workspace)]
+    llm = llm_argv()
+    llm_env = dict(env, LLM_USER_PATH=str(root / "llm"), OPENAI_API_KEY="not-used")
+    words = chat[3:]
+    no_early = [sys.executable, "-c", "import agent_cli.cli.main as m; m._early_prompt = "
+                "lambda args: None; m.main()", *words]
+    one_path = [sys.executable, "-c", "import agent_cli.cli.main as m, agent_cli.cli.chat as c; "
+                "m._early_prompt = lambda args: None; c._prompt_first = lambda *a: False; "
+                "m.main()", *words]
+    programs: list[tuple[str, list[str], dict[str, str], bytes]] = [
+        ("agent-cli chat", chat, env, PROMPT),
+        ("  frame after typer parses", no_early, env, PROMPT),
+        ("  one path (prompt after session)", one_path, env, PROMPT)]
+    if before_env is not None:
+        programs.append(("agent-cli chat (before)", chat, before_env, PROMPT))
+    if llm is not None:
+        programs.append(("llm chat", llm, llm_env, LLM_PROMPT))
+    for _name, argv, penv, prompt in programs:  # warm-up: bytecode and file caches
+        time_echo_once(argv, penv, workspace, prompt, at_frame=False)
+    got: dict[tuple[str, bool], list[float]] = {}
+    floors: list[float] = []
+    for _ in range(runs):
+        for name, argv, penv, prompt in programs:
+            for at_frame in (False, True):
+                got.setdefault((name, at_frame), []).append(
+                    time_echo_once(argv, penv, workspace, prompt, at_frame))
+        floors.append(time_pass(env)[0])
+    floor = statistics.median(floors)
+    print(f"key echo (pty; floor python -c pass median {floor * 1000:.1f} ms, n={runs}):")
+    if llm is None:
+        print("  llm not installed (pip install llm into this environment to compare)")
+    for (name, at_frame), times in got.items():
+        med = statistics.median(times)
+        when = "at the first frame" if at_frame else "at t=0"
+        line = (f"  {name + ', key ' + when:<44} median {med * 1000:6.1f} ms  min "
+                f"{min(times) * 1000:6.1f}  max {max(times) * 1000:6.1f}  = {med / floor:4.1f}x "
+                "python -c pass")
+        if llm is not None and name != "llm chat":
+            peer = statistics.median(got[("llm chat", at_frame)])
+            line += f", {med / peer:.2f}x llm" if peer > 0.01 else \
+                f", llm {peer * 1000:.1f} ms"
+        if not at_frame and name == "agent-cli chat":
+            verdict = "met" if med <= GOAL_ECHO_S else "MISSED"
+            line += f"; goal <= {GOAL_ECHO_S * 1000:.0f} ms: {verdict}"
+        print(line)
+
+
 def proc_cpu(pid: int) -> float | None:
     """CPU seconds (user+sys) a running process has used so far, from /proc (Linux)."""
     try:
@@ -290,6 +404,7 @@ def main() -> int:
                   f"CPU; goal <= {GOAL_PROMPT_RATIO:.0f}x: "
                   f"{'met' if wall_ratio <= GOAL_PROMPT_RATIO else 'MISSED'}; editor live "
                   f"{editor / floor_wall:.1f}x, ready {ready / floor_wall:.1f}x")
+        key_echo(args.runs, env, root, workspace, before_env)
         heavy = heavy_modules(env)
         print(f"after `import agent_cli.cli.app`: anthropic loaded: {'anthropic' in heavy}; "
               f"mcp loaded: {'mcp' in heavy}; heavy modules present: {' '.join(heavy) or 'none'}")

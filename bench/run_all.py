@@ -23,6 +23,7 @@ HERE = Path(__file__).resolve().parent
 
 SCRIPTS = (
     "bench_startup.py",
+    "bench_paths.py",
     "bench_overhead.py",
     "bench_hotpath.py",
     "bench_peer_llm.py",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -196,9 +197,26 @@ def with_options(*names: str) -> Callable[[Callable[..., Any]], Callable[..., An
     return decorate
 
 
-def fail(message: str, code: int = 1) -> typer.Exit:
-    from agent_cli.cli.fast_log import print_error  # (the one error line, shared with it)
+def print_error(message: str) -> None:
+    """The one-sentence error line of every command (cli.common.fail prints through this)."""
+    _give_way_to_output()
+    from rich.console import Console
+    from rich.markup import escape
 
+    from agent_cli.safe_text import sanitize
+
+    Console(stderr=True).print(f"[bold red]error:[/] {escape(sanitize(message))}")
+
+
+def _give_way_to_output() -> None:
+    """A chat's prompt drawn before the command line was parsed leaves the screen before
+    anything else is printed (ui/startup.py `draw_early`)."""
+    startup = sys.modules.get("agent_cli.ui.startup")
+    if startup is not None:
+        startup.give_way()
+
+
+def fail(message: str, code: int = 1) -> typer.Exit:
     print_error(message)
     return typer.Exit(code)
 

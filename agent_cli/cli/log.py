@@ -9,6 +9,49 @@ EXIT_OK = 0
 EXIT_FAULT = 1
 
 
+def verify_report(file: Path) -> int:
+    """`log verify` of one file: warnings on stderr, the verdict and the trust line on stdout;
+    returns the exit code (0 intact, 1 a fault). A file that cannot be read raises LogError
+    with exit code 2."""
+    from agent_cli.errors import LogError
+    from agent_cli.log.keys import log_key
+    from agent_cli.log.verify import verify
+
+    try:
+        key = log_key(create=False)
+        result = verify(file, key=key)
+    except LogError as e:
+        e.exit_code = 2
+        raise
+    # (Rich after the check: on a long log its import overlaps the second half's check)
+    from rich.console import Console
+    from rich.text import Text
+
+    from agent_cli.log.trust import judge
+    from agent_cli.ui.safe_rich import safe
+
+    out = Console(highlight=False)
+    err = Console(stderr=True, highlight=False)
+    for warning in result.warnings:
+        err.print(Text("warning: ", style="yellow") + safe(warning), soft_wrap=True)
+    if result.fault is not None:
+        out.print(Text("FAIL ", style="bold red") + safe(f"{file}: {result.fault}"),
+                  soft_wrap=True)
+        return EXIT_FAULT
+    out.print(Text("OK ", style="bold green")
+              + safe(f"{file}: {result.count} events, hash chain intact "
+                     f"(head {result.head})"), soft_wrap=True)
+    trust = judge(result) if key is not None else None
+    if trust is not None and trust.trusted:
+        out.print(safe("Signed with your log key throughout: --reuse-approvals and undo "
+                       "may act on it.", "green"), soft_wrap=True)
+    else:
+        out.print(safe("Not trusted for --reuse-approvals or undo: " + (
+            trust.reason if trust is not None else "there is no log key on this machine."),
+            "yellow"), soft_wrap=True)
+    return EXIT_OK
+
+
 def register(app: typer.Typer) -> None:
     from agent_cli.cli.common import Common, guarded, with_options
     from agent_cli.cli.help import App
@@ -28,7 +71,6 @@ def register(app: typer.Typer) -> None:
         """Check the hash chain of a log. Exit 0: intact (a torn last line from a crash is only a
         warning); 1: a line was edited, dropped, inserted or reordered; 2: the file cannot be
         read."""
-        from agent_cli.cli.fast_log import verify_report
         from agent_cli.log.store import resolve
 
         file = resolve(log_arg, common.settings())

@@ -1,10 +1,12 @@
 """The program's entry point (the `agent-cli` script and `python -m agent_cli`).
 
-`agent-cli --help` and `--version` are the commands people run most often just to look, so they
-are answered here without importing typer (about two thirds of the start-up time): the top-level
-help is laid out from the same table app.py builds its group from (catalog.py), in the layout
-click gives it. tests/cli/test_cli_package.py compares the two page for page at several widths, so
-they cannot drift apart. Every other command line goes to the typer app.
+`agent-cli --help` is answered here without importing typer: the top-level help is laid out
+from the same table app.py builds its group from (catalog.py), in the layout click gives it.
+This is the one second path kept for speed (issue 32, docs/benchmarks.md "One way into each
+command"): the goal `--help` <= 0.08 s is met only this way (typer's path: about 0.11 s, 2.4x).
+tests/cli/test_cli_package.py compares the two page for page at several widths, so they cannot
+drift apart. Every other command line goes to the typer app; `chat` on a terminal gets its
+prompt drawn first (`_early_prompt`, ui/startup.py: the key-echo goal).
 """
 
 from __future__ import annotations
@@ -76,11 +78,7 @@ def top_help(prog: str, columns: int) -> str | None:
 
 
 def quick_answer(args: list[str]) -> str | None:
-    """The whole output for `--version` / `--help` alone, or None for everything else."""
-    if args in (["--version"], ["-V"]):
-        from agent_cli import __version__
-
-        return f"agent-cli {__version__}\n"
+    """The whole output for `--help` alone, or None for everything else."""
     if args in (["--help"], ["-h"]):
         return top_help(program_name(), shutil.get_terminal_size().columns)
     return None
@@ -104,13 +102,6 @@ def main() -> None:
         from agent_cli.sandbox.selfguard import guard_self
 
         guard_self()
-        if args[0] in ("log", "replay"):
-            # `log verify LOG` and `replay LOG --output jsonl` without typer (cli/fast_log.py)
-            from agent_cli.cli.fast_log import quick_command
-
-            code = quick_command(args)
-            if code is not None:
-                sys.exit(code)
         prompt = _early_prompt(args)
         if prompt is not None:
             sys.exit(_chat_after_early_frame(prompt))

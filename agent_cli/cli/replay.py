@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from rich.console import Console
 
     from agent_cli.log.verify import VerifyResult
@@ -14,6 +16,70 @@ if TYPE_CHECKING:
 EXIT_OK = 0
 EXIT_DRIFT = 1
 EXIT_USAGE = 2
+
+
+def bad_line_reporter(err: "Console") -> "Callable[[str], None]":
+    """What a replay says about a line it leaves out."""
+
+    def on_bad(message: str) -> None:
+        from agent_cli.ui.safe_rich import safe
+
+        err.print(safe(f"warning: {message}; skipped", "yellow"))
+
+    return on_bad
+
+
+def warn_if_chain_fails(log_file: Path, err: "Console",
+                        result: "VerifyResult | None" = None) -> None:
+    """A replay of a log whose chain does not verify starts with a warning: what follows may
+    have been edited."""
+    from agent_cli.errors import LogError
+    from agent_cli.log.verify import verify
+    from agent_cli.ui.safe_rich import safe
+
+    if result is None:
+        try:
+            result = verify(log_file)
+        except LogError:
+            return
+    if result.fault is not None:
+        err.print(safe(f"warning: the hash chain of this log does not verify "
+                       f"({result.fault}); what follows may have been edited. Run "
+                       f"`agent-cli log verify {log_file}` for details.", "bold yellow"),
+                  soft_wrap=True)
+
+
+def replay_jsonl(log_file: Path, err: "Console",
+                 on_bad: "Callable[[str], None]") -> int:
+    """The whole log as JSONL, verified and printed in one pass (log.jsonl.jsonl_in_one_pass).
+    The output waits in a spool (memory, then a temporary file: flat) until the chain is known,
+    so a log that does not verify still gets its warning before any record; that log is then
+    shown the ordinary way."""
+    import shutil
+    import tempfile
+
+    from agent_cli.errors import LogError
+    from agent_cli.log.jsonl import jsonl_in_one_pass
+
+    with tempfile.SpooledTemporaryFile(max_size=4 << 20) as spool:
+        try:
+            result, bad = jsonl_in_one_pass(log_file, spool.write)
+        except LogError:
+            result = None
+        if result is not None and result.fault is None:
+            for message in bad:
+                on_bad(message)
+            spool.seek(0)
+            sys.stdout.flush()
+            shutil.copyfileobj(spool, sys.stdout.buffer, 1 << 20)
+            sys.stdout.flush()
+            return EXIT_OK
+    from agent_cli.log import show as rp
+
+    warn_if_chain_fails(log_file, err, result)
+    rp.show(log_file, rp.JsonlView(sys.stdout.write), on_bad=on_bad)
+    sys.stdout.flush()
+    return EXIT_OK
 
 
 def register(app: typer.Typer) -> None:
@@ -77,8 +143,6 @@ def register(app: typer.Typer) -> None:
                 raise fail("--rerun replays whole sessions; drop --turns, --tools-only and "
                            "--output.", EXIT_USAGE)
             raise typer.Exit(_rerun(common, log_file, reuse_approvals))
-        from agent_cli.cli.fast_log import bad_line_reporter, replay_jsonl, warn_if_chain_fails
-
         span = rp.parse_turns(turns)
         err = Console(stderr=True, highlight=False)
         on_bad = bad_line_reporter(err)

@@ -7,10 +7,9 @@ models are most of a short command's start-up. show.py re-exports the function.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any
 
 from agent_cli.log.reader import BadLine, to_event
 
@@ -46,7 +45,7 @@ def jsonl_in_one_pass(path: Path, write: Callable[[bytes], Any]) -> tuple[Verify
 
 
 class _Lines:
-    """The replay's lines as verify hands them on (a `verify.Passthrough`)."""
+    """The replay's lines as verify hands them on (a `verify.Sink`)."""
 
     def __init__(self, write: Callable[[bytes], Any]) -> None:
         self._write = write
@@ -70,9 +69,6 @@ class _Lines:
         if len(out) >= 1 << 20:
             self.flush()
 
-    def verbatim(self, lineno: int, rec: dict[str, Any], signed: bool) -> bool:
-        return self._left_out(lineno, rec, signed) is None
-
     @staticmethod
     def _left_out(lineno: int, rec: dict[str, Any], signed: bool) -> str | None:
         """Why this verified record is left out of the replay; None: it is written as it is."""
@@ -81,16 +77,6 @@ class _Lines:
             return None
         checked = to_event(lineno, rec)
         return checked.reason if isinstance(checked, BadLine) else None
-
-    def span(self, f: IO[bytes], start: int, stop: int) -> None:
-        self.flush()
-        fd = f.fileno()
-        while start < stop:
-            chunk = os.pread(fd, min(1 << 20, stop - start), start)
-            if not chunk:
-                break
-            self._write(chunk)
-            start += len(chunk)
 
     def flush(self) -> None:
         if self._out:

@@ -14,7 +14,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Literal, Protocol
+from typing import Any, Literal
 
 from agent_cli.log.encoding import json_encoder
 from agent_cli.log.keys import key_id, log_key, mac_function
@@ -104,9 +104,6 @@ class VerifyResult:
     fault: str | None = None
     """The first integrity fault, naming the line; None when the chain holds."""
     warnings: list[str] = field(default_factory=list)
-    split: bool = False
-    """The log's second half was checked by a second process at the same time, and that check
-    was used (verify_split.py)."""
     sessions: int = 0
     """Sessions (session_start records) checked."""
     unsigned: list[tuple[int, str | None]] = field(default_factory=list)
@@ -135,35 +132,16 @@ Sink = Callable[[int, "dict[str, Any] | BadLine", bytes, bool], None]
 checked). Only lines that passed every check reach it; a fault ends the stream."""
 
 
-class Passthrough(Protocol):
-    """A sink that hands most lines on as their own bytes (`replay --output jsonl`). With one,
-    a long log can still be split (verify_split.py): the second half's lines are checked
-    elsewhere with `verbatim`, then handed on as one byte range of the file with `span`."""
-
-    def __call__(self, lineno: int, item: dict[str, Any] | BadLine, raw: bytes,
-                 signed: bool) -> None: ...
-
-    def verbatim(self, lineno: int, rec: dict[str, Any], signed: bool) -> bool:
-        """Whether the call for this verified line would hand on exactly its bytes and nothing
-        else (no report, nothing left out). Called in another process: no effects."""
-        ...
-
-    def span(self, f: IO[bytes], start: int, stop: int) -> None:
-        """Hand on bytes start..stop of the open log: whole lines, each one `verbatim`."""
-        ...
-
-
 class Chain:
     """Where a check of the log stands after the lines it has read: what the next line must
-    continue. `verify` keeps one for the whole file; the second half of a split log starts one
-    from the line before it (verify_split.py). (A plain class: a dataclass costs a log
-    verify's start-up about a millisecond per class to build.)"""
+    continue. (A plain class: a dataclass costs a log verify's start-up about a millisecond
+    per class to build.)"""
 
-    __slots__ = ("approved", "ended", "expected", "irregular", "last_type", "mid_session",
-                 "needed", "pending_debris", "prev_hash", "recent", "signed")
+    __slots__ = ("approved", "ended", "expected", "last_type", "pending_debris", "prev_hash",
+                 "recent", "signed")
 
     def __init__(self, prev_hash: str = "", expected: int = 1, signed: bool = False,
-                 ended: bool = False, mid_session: bool = False, last_type: Any = "") -> None:
+                 ended: bool = False, last_type: Any = "") -> None:
         self.prev_hash = prev_hash
         self.expected = expected
         """The seq the next record must have."""
@@ -178,23 +156,6 @@ class Chain:
         """The last hashes seen. An OrderedDict: dropping a plain dict's first key rescans the
         deleted slots before it each time, which cost 3 us per record on a long log."""
         self.pending_debris: list[BadLine] = []
-        self.irregular = False
-        """A bad line or a record of a newer format was read: what a split half found is then
-        not used (verify_split.py); the whole file's check never looks at it."""
-        self.mid_session = mid_session
-        """Begun after the line before it, inside a session whose approvals it has not read
-        (the second half of a split log) until the next session_start: meanwhile a
-        tool_started's id that it saw no approval for goes into `needed`, for the first half
-        to hold."""
-        self.needed: set[str] = set()
-
-    def has_approval(self, call_id: str) -> bool:
-        if call_id in self.approved:
-            return True
-        if self.mid_session:
-            self.needed.add(call_id)
-            return True
-        return False
 
 
 class Keys:
@@ -210,7 +171,7 @@ class Keys:
 
 
 def verify(path: Path, key: bytes | Literal["auto"] | None = "auto",
-           sink: Sink | Passthrough | None = None) -> VerifyResult:
+           sink: Sink | None = None) -> VerifyResult:
     """Check the hash chain and seq numbers line by line, streaming. Stops at the first fault and
     says which line and what: edited, dropped, inserted or reordered. Crash debris (a torn last
     line, a cut line or NUL bytes that the chain steps over) is a warning, not a fault.
@@ -220,29 +181,14 @@ def verify(path: Path, key: bytes | Literal["auto"] | None = "auto",
     `log_trust.check_trust` is the stricter question: may this log be acted on?
 
     `sink`, when given, receives every line as it is checked (see `Sink`), so a reader that
-    shows the log (`replay --output jsonl`) needs no second pass over it.
-
-    A long log is checked in two halves at once, on two cores (verify_split.py): the result is
-    the same, or the second half's check is not used and this one reads on."""
+    shows the log (`replay --output jsonl`) needs no second pass over it."""
     res = VerifyResult()
     keys = Keys(log_key(create=False) if key == "auto" else key)
     chain = Chain()
     with open_log(path) as f:
         with_bytes = records_with_bytes(f, path)
         records = ((n, item) for n, item, _raw in with_bytes)  # what _classify reads ahead in
-        half = None
-        if sink is None or hasattr(sink, "verbatim"):
-            from agent_cli.log import verify_split
-
-            half = verify_split.start(f, path, keys, sink)
-        try:
-            paused = _check(res, chain, keys, with_bytes, records, sink,
-                            half.anchor if half is not None else 0)
-            if paused and half is not None and not half.adopt(res, chain):
-                _check(res, chain, keys, with_bytes, records, sink, 0)
-        finally:
-            if half is not None:
-                half.close()
+        _check(res, chain, keys, with_bytes, records, sink)
         if res.fault is not None:
             return res
     return _finish(res, chain)
@@ -250,11 +196,9 @@ def verify(path: Path, key: bytes | Literal["auto"] | None = "auto",
 
 def _check(res: VerifyResult, chain: Chain, keys: Keys,
            with_bytes: Iterator[tuple[int, dict[str, Any] | BadLine, bytes]],
-           records: Iterator[tuple[int, dict[str, Any] | BadLine]], sink: Sink | None,
-           pause: int) -> bool:
-    """Check lines from `with_bytes` against `chain`, updating both it and `res`. Returns True
-    when it stopped after line `pause` (a record, checked), False at the end of the lines or at
-    a fault (`res.fault`)."""
+           records: Iterator[tuple[int, dict[str, Any] | BadLine]], sink: Sink | None) -> None:
+    """Check lines from `with_bytes` against `chain`, updating both it and `res`, to the end of
+    the lines or the first fault (`res.fault`)."""
     # The chain's fields as locals for the loop (stored back wherever it returns).
     prev_hash, expected, recent = chain.prev_hash, chain.expected, chain.recent
     pending_debris, last_type, signed = chain.pending_debris, chain.last_type, chain.signed
@@ -265,10 +209,8 @@ def _check(res: VerifyResult, chain: Chain, keys: Keys,
     current = LOG_FORMAT_VERSION
     canonical_ascii = _canonical_ascii
     floats_as_written = _floats_as_written
-    paused = False
     for lineno, rec, raw in with_bytes:
         if isinstance(rec, BadLine):
-            chain.irregular = True
             if rec.debris or rec.torn:
                 pending_debris.append(rec)
                 if sink is not None:
@@ -373,17 +315,11 @@ def _check(res: VerifyResult, chain: Chain, keys: Keys,
         if len(recent) > lookahead:
             recent.popitem(last=False)
         v = rec.get("v", 1)
-        if v != current and type(v) is int and v > current:
-            chain.irregular = True
-            if not res.warnings:
-                res.warnings.append(f"line {lineno}: written by a newer format (v{v}); its "
-                                    "fields were chained but not all understood")
-        if lineno == pause:
-            paused = True
-            break
+        if v != current and type(v) is int and v > current and not res.warnings:
+            res.warnings.append(f"line {lineno}: written by a newer format (v{v}); its "
+                                "fields were chained but not all understood")
     chain.prev_hash, chain.expected, chain.last_type = prev_hash, expected, last_type
     chain.signed = signed
-    return paused
 
 
 def _finish(res: VerifyResult, chain: Chain) -> VerifyResult:
@@ -423,10 +359,9 @@ def _check_structure(rec: dict[str, Any], chain: Chain) -> str | None:
     chain.ended = kind == "session_end" or (chain.ended and kind == "undo")
     if kind == "session_start":
         chain.approved = set()
-        chain.mid_session = False
     elif kind == "approval" and rec.get("decision") == "approved":
         chain.approved.add(str(rec.get("id")))
-    elif kind == "tool_started" and not chain.has_approval(str(rec.get("id"))):
+    elif kind == "tool_started" and str(rec.get("id")) not in chain.approved:
         return "a tool started without a recorded approval (the approval line was removed?)"
     return None
 

@@ -16,7 +16,6 @@ import gc
 import json
 import os
 import threading
-import time
 from typing import Any
 
 from agent_cli.errors import ProviderError
@@ -28,16 +27,8 @@ from agent_cli.providers.base import (
     anthropic_tool_choice,
 )
 from agent_cli.providers.body_json import BodyEncoder
-from agent_cli.providers.http_errors import (
-    CUT_OFF_KIND,
-    broken_stream_message,
-    connection_message,
-    cut_off_message,
-    explain_status,
-    retry_notice,
-    retry_wait,
-    should_retry,
-)
+from agent_cli.providers.http_errors import CUT_OFF_KIND, broken_stream_message, cut_off_message
+from agent_cli.providers.retry import status_failed, unreachable, with_retries
 from agent_cli.providers.sse import MalformedStream, StreamError, read_reply
 
 NO_KEY = (
@@ -238,8 +229,9 @@ class AnthropicProvider:
 
         kwargs = self.body(request)
         client = self.client()
-        attempt = 0
-        while True:
+        where = self.base_url or "the Anthropic API"
+
+        def attempt() -> ModelResponse:
             streamed = False
             try:
                 response = self._send(client, kwargs)
@@ -275,29 +267,13 @@ class AnthropicProvider:
                         "from it was run. Send your message again.",
                         kind="stream_error",
                     ) from None
-                if should_retry(status, e.response.headers) and attempt < self.max_retries:
-                    wait = retry_wait(attempt, e.response.headers, self.retry_cap_s)
-                    attempt += 1
-                    on_status(retry_notice(f"The API answered {status} ({message})", wait,
-                                           attempt, self.max_retries))
-                    time.sleep(wait)
-                    continue
-                text, kind = explain_status(status, message, model=kwargs["model"],
-                                            key_env="ANTHROPIC_API_KEY", retries=attempt)
-                raise ProviderError(text, kind=kind, status=status) from None
+                raise status_failed(status, message, e.response.headers, model=kwargs["model"],
+                                    key_env="ANTHROPIC_API_KEY") from None
             except (anthropic.APIConnectionError, anthropic.APITimeoutError) as e:
-                where = self.base_url or "the Anthropic API"
                 if streamed:
                     raise ProviderError(broken_stream_message(str(e)),
                                         kind="connection") from None
-                if attempt < self.max_retries:
-                    wait = retry_wait(attempt, None, self.retry_cap_s)
-                    attempt += 1
-                    on_status(retry_notice(f"Cannot reach {where} ({e})", wait, attempt,
-                                           self.max_retries))
-                    time.sleep(wait)
-                    continue
-                raise ProviderError(connection_message(where, e), kind="connection") from None
+                raise unreachable(where, str(e), e) from None
             except Exception as e:
                 # A connection dropped mid-stream surfaces as httpx2's TransportError, not as an
                 # anthropic error; it is never retried (text may already be on screen).
@@ -310,6 +286,8 @@ class AnthropicProvider:
                     broken_stream_message(f"{type(e).__name__}: {e}"), kind="connection"
                 ) from None
 
+        return with_retries(attempt, max_retries=self.max_retries,
+                            retry_cap_s=self.retry_cap_s, on_status=on_status)
 
 def _with_strict(spec: dict[str, Any]) -> dict[str, Any]:
     """A tool definition with `strict: true` when its schema qualifies as it is (the API then

@@ -30,16 +30,8 @@ from agent_cli.providers.base import (
     TextSink,
     openai_tool_choice,
 )
-from agent_cli.providers.http_errors import (
-    CUT_OFF_KIND,
-    broken_stream_message,
-    connection_message,
-    cut_off_message,
-    explain_status,
-    retry_notice,
-    retry_wait,
-    should_retry,
-)
+from agent_cli.providers.http_errors import CUT_OFF_KIND, broken_stream_message, cut_off_message
+from agent_cli.providers.retry import status_failed, unreachable, with_retries
 
 if TYPE_CHECKING:
     import httpx2
@@ -374,8 +366,8 @@ class OpenAIProvider:
 
         body = self.body(request)
         client = self.client()
-        attempt = 0
-        while True:
+
+        def attempt() -> ModelResponse:
             started = False
             try:
                 with client.stream("POST", self.url, json=body, headers=self.headers()) as resp:
@@ -384,17 +376,9 @@ class OpenAIProvider:
                         status, message = resp.status_code, _error_message(resp)
                         if status == 400 and "stream_options" in message and \
                                 body.pop("stream_options", None) is not None:
-                            continue  # an older server: ask again without the usage option
-                        if should_retry(status, resp.headers) and attempt < self.max_retries:
-                            wait = retry_wait(attempt, resp.headers, self.retry_cap_s)
-                            attempt += 1
-                            on_status(retry_notice(f"The API answered {status} ({message})",
-                                                   wait, attempt, self.max_retries))
-                            _sleep(wait)
-                            continue
-                        text, kind = explain_status(status, message, model=body["model"],
-                                                    key_env="OPENAI_API_KEY", retries=attempt)
-                        raise ProviderError(text, kind=kind, status=status)
+                            return attempt()  # an older server: ask again without the option
+                        raise status_failed(status, message, resp.headers, model=body["model"],
+                                            key_env="OPENAI_API_KEY")
                     started = True
                     return self._unstrict(request, self._read_stream(resp, on_text))
             except _StreamBroke as e:
@@ -403,15 +387,10 @@ class OpenAIProvider:
                 if started:
                     raise ProviderError(broken_stream_message(f"{type(e).__name__}: {e}"),
                                         kind="connection") from None
-                if attempt < self.max_retries:
-                    wait = retry_wait(attempt, None, self.retry_cap_s)
-                    attempt += 1
-                    on_status(retry_notice(f"Cannot reach {self.base_url} ({type(e).__name__})",
-                                           wait, attempt, self.max_retries))
-                    _sleep(wait)
-                    continue
-                raise ProviderError(connection_message(self.base_url, e),
-                                    kind="connection") from None
+                raise unreachable(self.base_url, type(e).__name__, e) from None
+
+        return with_retries(attempt, max_retries=self.max_retries,
+                            retry_cap_s=self.retry_cap_s, on_status=on_status)
 
     def _unstrict(self, request: ModelRequest, response: ModelResponse) -> ModelResponse:
         """Drop the nulls strict mode sends for optional arguments that were left out."""
@@ -454,13 +433,6 @@ class OpenAIProvider:
             raise ProviderError(cut_off_message("no chunk with a finish_reason"),
                                 kind=CUT_OFF_KIND)
         return acc.response()
-
-
-def _sleep(seconds: float) -> None:
-    import time
-
-    if seconds > 0:
-        time.sleep(seconds)
 
 
 def _message_of(body: Any) -> str:

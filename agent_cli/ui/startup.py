@@ -3,13 +3,14 @@
 Building a session (settings, the event models, Rich, the tools and their plugins, MCP servers,
 the log) costs several times what drawing a prompt does. So `agent-cli chat` on a terminal:
 
-1. draws the prompt at once (`FirstFrame`: the terminal in raw mode, the prompt's characters
-   written; nothing but the standard library is imported for it). `cli/main.py` draws it even
-   before typer parses the command line (`draw_early`) when the words say the chat will start
-   with a prompt; the chat takes that frame over (`take_early`), and anything printed before
-   that (a usage error) is printed after the frame gave way (`give_way`). Keys typed from
-   then on wait in the terminal, byte for byte, for the line editor: nothing is echoed twice
-   or lost, and Ctrl-C and Ctrl-D are keys for that prompt, as at any other;
+1. draws the prompt at once (`FirstFrame`: the prompt's characters written, the terminal in
+   `typing_mode`; nothing but the standard library is imported for it). `cli/main.py` draws it
+   even before typer parses the command line (`draw_early`) when the words say the chat will
+   start with a prompt; the chat takes that frame over (`take_early`), and anything printed
+   before that (a usage error) is printed after the frame gave way (`give_way`). Keys typed
+   from then on are echoed by the kernel at once (the line editor takes a few tenths of a second
+   more to load) and wait in the terminal, byte for byte, for the line editor, which draws over
+   the echo: nothing is lost, and Ctrl-C and Ctrl-D are keys for that prompt, as at any other;
 2. starts the line editor on that prompt and, once it is drawn, builds the session in a thread
    (`Loading`). The build prints nothing and asks nothing;
 3. when the build is done (or failed), the editor gives up its line (`read_while_loading`):
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import sys
 import threading
 from collections.abc import Callable
@@ -43,6 +45,14 @@ if TYPE_CHECKING:
     from prompt_toolkit.application import Application
 
     from agent_cli.signals import TerminationSignals
+
+from agent_cli.ui.typing_mode import (
+    pending_count,
+    read_pending,
+    typeahead,
+    typing_mode,
+    visible,
+)
 
 T = TypeVar("T")
 
@@ -62,50 +72,79 @@ def _termios_error() -> type[Exception]:
 
 
 class FirstFrame:
-    """The prompt drawn before the line editor is loaded. The terminal goes into raw mode (as
-    the editor would put it), so keys typed now are held unechoed and unchanged (Ctrl-C and
-    Ctrl-D as the bytes the editor reads, not a signal or an end of file) until the editor
-    reads them. `restore` puts the terminal back as it was."""
+    """The prompt drawn before the line editor is loaded. Until the editor takes the terminal
+    (`hand_over`), the kernel echoes what is typed (`typing_mode`), so a key shows the moment it
+    is pressed, however long the editor takes to load; the bytes wait in the terminal for the
+    editor, which reads them as they came (Ctrl-C and Ctrl-D as keys for this prompt, not a
+    signal or an end of file). `restore` puts the terminal back as it was."""
 
-    def __init__(self, fd: int, saved: list[Any] | None, prompt: str = "") -> None:
+    def __init__(self, fd: int, saved: list[Any] | None, prompt: str = "",
+                 typed: bytes = b"") -> None:
         self.fd = fd
         self.prompt = prompt
         self._saved = saved
-        self._raw: list[Any] | None = None
+        self._frame_mode: list[Any] | None = None
+        self.typed = typed
+        """Keys read off the terminal by the frame itself (typed before it was drawn, and the
+        kernel's line at `hand_over`): the line editor gets them first (`take_typed`)."""
         self.on_screen = True
         """The prompt's characters are on screen and no editor has drawn over them yet."""
 
     @classmethod
     def draw(cls, prompt: str) -> FirstFrame:
+        """The prompt, after whatever was typed before it (the shell's mode echoed that where
+        the prompt now stands: it is drawn again after the prompt, and kept for the editor)."""
         fd = sys.stdin.fileno()
         saved: list[Any] | None = None
+        typed = b""
         try:
             import termios
 
             saved = termios.tcgetattr(fd)
-            raw = termios.tcgetattr(fd)
-            raw[0] &= ~(termios.IXON | termios.IXOFF | termios.ICRNL | termios.INLCR
-                        | termios.IGNCR)
-            raw[3] &= ~(termios.ECHO | termios.ICANON | termios.IEXTEN | termios.ISIG)
-            raw[6][termios.VMIN] = 1
-            raw[6][termios.VTIME] = 0
-            termios.tcsetattr(fd, termios.TCSANOW, raw)
+            typed = b"".join(_CARRIED) + read_pending(fd, saved)
+            _CARRIED.clear()
+            termios.tcsetattr(fd, termios.TCSANOW, typing_mode(saved))
         except (ImportError, OSError, ValueError, _termios_error()):
             saved = None
         sys.stdout.flush()
-        os.write(sys.stdout.fileno(), prompt.encode())
-        return cls(fd, saved, prompt)
+        shown = (b"\r\x1b[K" if typed else b"") + prompt.encode() + visible(typed).encode()
+        os.write(sys.stdout.fileno(), shown)
+        return cls(fd, saved, prompt, typed)
+
+    def _start_of_prompt(self, take: bool) -> tuple[bytes, bool]:
+        """The cursor's way back to the prompt's first column over the rows the prompt and the
+        echo after it fill, and whether anything was typed. With `take` the kernel's line is
+        read off into `typed` (for the line editor), else only counted (it stays for whoever
+        reads the terminal next)."""
+        more = 0
+        if self._saved is not None:
+            with contextlib.suppress(OSError, ValueError, _termios_error()):
+                if take:
+                    self.typed += read_pending(self.fd, self._saved)
+                else:
+                    more = pending_count(self.fd, self._saved)
+        width = len(self.prompt) + len(visible(self.typed, echo=True)) + more
+        rows = max(width - 1, 0) // (shutil.get_terminal_size().columns or 80)
+        return (f"\x1b[{rows}A".encode() if rows else b"") + b"\r", bool(self.typed or more)
 
     def hand_over(self) -> None:
-        """The line editor draws its prompt next, from the start of this line."""
+        """The line editor draws its prompt next, from the start of this prompt's line; what
+        the kernel echoed is drawn over by it."""
         if self.on_screen:
-            self._write(b"\r")
+            back, typed = self._start_of_prompt(take=True)
+            self._write(back + (b"\x1b[J" if typed else b""))
             self.on_screen = False
 
+    def take_typed(self) -> bytes:
+        typed, self.typed = self.typed, b""
+        return typed
+
     def erase(self) -> None:
-        """Take the prompt's characters off the screen (an error is printed instead)."""
+        """Take the prompt's characters (and what was typed after it) off the screen (an error
+        is printed instead)."""
         if self.on_screen:
-            self._write(b"\r\x1b[K")
+            back, typed = self._start_of_prompt(take=False)
+            self._write(back + (b"\x1b[J" if typed else b"\x1b[K"))
             self.on_screen = False
 
     @staticmethod
@@ -116,19 +155,20 @@ class FirstFrame:
 
     def cooked(self) -> None:
         """The terminal as it was (line editing, echo, Ctrl-C a signal) for a while, but with
-        Enter kept as it is typed (`keep_enter`); the raw mode comes back with `raw_again`."""
+        Enter kept as it is typed (`keep_enter`); the frame's `typing_mode` comes back with
+        `raw_again`."""
         if self._saved is not None:
             import termios
 
             with contextlib.suppress(OSError, termios.error):
-                self._raw = termios.tcgetattr(self.fd)
+                self._frame_mode = termios.tcgetattr(self.fd)
             self._set(self.keep_enter(self._saved))
 
     def settle(self) -> None:
-        """Out of raw mode for the rest of the chat, as `cooked` does: echo, line editing and
-        Ctrl-C as they were, Enter kept. `restore` (when the chat ends) undoes the rest."""
+        """Out of the frame's mode for the rest of the chat, as `cooked` does: echo, line editing
+        and Ctrl-C as they were, Enter kept. `restore` (when the chat ends) undoes the rest."""
         self.cooked()
-        self._raw = None
+        self._frame_mode = None
 
     @staticmethod
     def keep_enter(attrs: list[Any]) -> list[Any]:
@@ -144,7 +184,7 @@ class FirstFrame:
         return changed
 
     def raw_again(self) -> None:
-        raw = self._raw
+        raw = self._frame_mode
         if raw is not None and self._saved is not None:
             self._set(raw)
 
@@ -162,6 +202,9 @@ class FirstFrame:
             termios.tcsetattr(self.fd, termios.TCSANOW, attrs)
 
 
+_CARRIED: list[bytes] = []
+"""Keys an early frame read off the terminal and could not hand to a line editor (it gave way:
+the chat draws a prompt of its own, which starts with them)."""
 _EARLY: list[FirstFrame] = []
 """The frame `draw_early` drew before the command line was parsed, until the chat takes it."""
 
@@ -174,9 +217,17 @@ def draw_early(prompt: str) -> None:
     take over once it runs)."""
     import signal
 
-    _EARLY.append(FirstFrame.draw(prompt))
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, _end_early)
+    # The handlers are in place before the terminal's mode changes, and the signals blocked
+    # until the frame is registered: one that lands the moment the prompt shows (a window
+    # closed at once) still puts the terminal back (it is delivered at the unblock).
+    ending = {signal.SIGTERM, signal.SIGHUP}
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, ending)
+    try:
+        for sig in ending:
+            signal.signal(sig, _end_early)
+        _EARLY.append(FirstFrame.draw(prompt))
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
 def _end_early(signum: int, _frame: Any) -> None:
@@ -191,6 +242,7 @@ def give_way() -> None:
         frame = _EARLY.pop()
         frame.erase()
         frame.restore()
+        _CARRIED.append(frame.take_typed())  # (read off before the frame: the next one shows them)
 
 
 def take_early(prompt: str) -> FirstFrame | None:
@@ -373,6 +425,11 @@ def read_while_loading(ps: PromptSession[Any], loading: Loading[Any], message: s
     try:
         while not loading.settled and signals.received is None:
             frame.hand_over()
+            typed = frame.take_typed()
+            if typed:  # (read off the terminal by the frame: the editor gets them first)
+                from prompt_toolkit.input.typeahead import store_typeahead
+
+                store_typeahead(ps.app.input, typeahead(typed))
             try:
                 line = ps.prompt(message, default=text,
                                  pre_run=lambda: exiter.pre_run(ps.app))

@@ -132,28 +132,3 @@ def test_an_unsigned_first_session_before_my_own_is_not_signed_throughout(
     _my_session(log, ws)  # --log naming an existing file appends a signed session to it
     header = _header_text(log)
     assert "NOT signed throughout: 1 of its 2 sessions" in header, header
-
-
-def test_a_long_log_checked_in_two_halves_counts_the_second_halfs_sessions(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """verify checks a long log's second half in another process (log/verify_split.py); the
-    unsigned session it finds there must reach the claim as well."""
-    from agent_cli.log import verify_split
-    from agent_cli.log.trust import signature
-    from tests.log.test_verify_split import numbered, session
-
-    monkeypatch.setattr(verify_split, "SPLIT_MIN", 0)
-    monkeypatch.setattr(verify_split, "cores", lambda: 2)
-    monkeypatch.setattr(verify_split, "alone", lambda: True)
-    key = bytes(range(32))
-    # (the seam falls in the first, signed session; the unsigned one is past it)
-    records = numbered(session(key_id(key), 40) + session(None, 5, start_id=40))
-    log = tmp_path / "long.jsonl"
-    first = len(session(key_id(key), 40))
-    prev = write_chain(log, records[:first], key)
-    write_chain(log, records[first:], None, prev=prev, mode="ab")
-    result = verify(log, key=key)
-    assert result.ok and result.split, "the second half's check was used"
-    assert result.sessions == 2 and [line for line, _ in result.unsigned] == [first + 1]
-    claim = signature(result, key)
-    assert not claim.throughout and "1 of its 2 sessions" in claim.sentence

@@ -295,3 +295,32 @@ def test_an_error_event_inside_the_stream_is_reported(backend: Backend, workspac
     assert first.message is not None and "Overloaded mid-stream" in first.message
     assert "Send your message again" in first.message
     assert session.send("hi again").text == "ok"
+
+
+def test_the_one_retry_loop_caps_the_wait_says_each_retry_and_gives_up_with_the_count() -> None:
+    """providers/retry.py: both providers' attempts go through `with_retries`."""
+    from agent_cli.errors import ProviderError
+    from agent_cli.providers.retry import Failed, with_retries
+
+    notices: list[str] = []
+    given: list[int] = []
+
+    def attempt() -> str:
+        raise Failed("The API answered 529 (overloaded)",
+                     lambda n: given.append(n) or ProviderError(f"gave up after {n}"),
+                     headers={"retry-after": "120"})
+
+    with pytest.raises(ProviderError, match="gave up after 2"):
+        with_retries(attempt, max_retries=2, retry_cap_s=0.0, on_status=notices.append)
+    assert notices == ["The API answered 529 (overloaded); retrying in 0.0 s (retry 1 of 2)",
+                       "The API answered 529 (overloaded); retrying in 0.0 s (retry 2 of 2)"]
+    assert given == [2]
+    calls: list[int] = []
+
+    def refused() -> str:
+        calls.append(1)
+        raise Failed("The API answered 400 (bad)", lambda n: ProviderError("no"), retry=False)
+
+    with pytest.raises(ProviderError, match="no"):
+        with_retries(refused, max_retries=5, retry_cap_s=0.0, on_status=notices.append)
+    assert len(calls) == 1 and len(notices) == 2

@@ -169,3 +169,79 @@ def test_closing_the_terminal_at_the_first_prompt_ends_with_129() -> None:
     _pid, status = os.waitpid(child.pid, 0)
     child.terminated = True
     assert os.waitstatus_to_exitcode(status) == 128 + signal.SIGHUP
+
+
+HOLD_EDITOR = '''
+import sys
+
+
+class _HoldTheLineEditor:
+    """Holds the first import of prompt_toolkit until the test writes to its FIFO: the line
+    editor cannot exist before then, so whatever is echoed meanwhile is the terminal's echo."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name == "prompt_toolkit":
+            sys.meta_path.remove(self)
+            open({mark!r}, "w").close()
+            with open({fifo!r}) as gate:
+                gate.read()
+        return None
+
+
+sys.meta_path.insert(0, _HoldTheLineEditor())
+'''
+
+
+def test_a_key_typed_right_after_start_is_echoed_before_the_editor_exists(
+        tmp_path: Path) -> None:
+    """A person types as soon as they press Enter: a key written at once (before anything is
+    drawn) and one typed at the first frame both show after the prompt while prompt_toolkit
+    cannot even be imported (a meta-path hook holds it on a FIFO), and both reach the line
+    editor once it runs, to be sent as one line."""
+    import json
+    import time
+
+    from tests import scripts
+
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    fifo, mark = tmp_path / "editor.fifo", tmp_path / "editor-import-held"
+    os.mkfifo(fifo)
+    (hook / "sitecustomize.py").write_text(HOLD_EDITOR.format(mark=str(mark), fifo=str(fifo)),
+                                           encoding="utf-8")
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([scripts.text("ANSWER-ONE")]), encoding="utf-8")
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    env = dict(pty_env(), PYTHONPATH=str(hook))
+    child = pexpect.spawn(sys.executable, ["-m", "agent_cli", "chat", "--script", str(script),
+                                           "--workspace", str(workspace)],
+                          env=env, cwd=str(REPO), dimensions=(40, 120), timeout=TIMEOUT)
+    try:
+        child.send(b"k")  # at t=0
+        child.expect(PROMPT)
+        child.expect(b"k")  # after the prompt
+        child.send(b"j")
+        child.expect(b"j")
+        deadline = time.monotonic() + TIMEOUT
+        while not mark.exists():  # (the editor's import is held: nothing above was its echo)
+            assert time.monotonic() < deadline, "prompt_toolkit was never imported"
+            time.sleep(0.05)
+        assert child.isalive()
+        with open(fifo, "w") as gate:
+            gate.write("go")
+        child.expect(re.escape(b"Ctrl-D to leave."))
+        child.expect(PROMPT + b" kj")
+        child.send(b"\r")
+        child.expect(b"ANSWER-ONE")
+        child.expect(PROMPT)
+        child.send(b"\x04")
+        child.expect(pexpect.EOF)
+        child.close()
+    finally:
+        if child.isalive():
+            child.terminate(force=True)
+    assert child.exitstatus == 0
+    [log] = (Path(os.environ["AGENT_CLI_HOME"]) / "sessions").glob("*.jsonl")
+    said = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    assert [e["text"] for e in said if e["type"] == "user_message"] == ["kj"]
