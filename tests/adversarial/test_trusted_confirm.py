@@ -111,7 +111,11 @@ ALLOWED: dict[str, set[str]] = {
     "ui/confirm.py": READERS,
     "ui/terminal.py": {"PromptSession", "prompt", "input"},  # the line editor itself
     "approval.py": {"read_answer", "parse_answer"},  # the answer grammar, and scripted answers
-    "eval/runner.py": {"parse_answer"},  # a task's recorded answers, not a person
+    # a task's recorded answers, not a person; Session.prompt (the turn protocol: eval, acp/
+    # and ui/turns.py start turns with it; the first two cannot import prompt-toolkit at all,
+    # tests/test_layers.py)
+    "eval/runner.py": {"parse_answer", "prompt"},
+    "acp/turns.py": {"prompt"},
     "ui/startup.py": {"PromptSession", "prompt"},  # the chat's message prompt, not a y/N
     "ui/line_editor.py": {"PromptSession", "prompt"},
     "ui/repl.py": {"prompt", "read"},  # the chat's message prompt
@@ -119,7 +123,7 @@ ALLOWED: dict[str, set[str]] = {
     "cli/sessions.py": {"PromptSession", "prompt", "ask"},  # which session to resume: a number
     "instructions.py": {"confirm"},  # calls the confirm it is given (ui/instructions_prompt)
     "cli/run.py": {"read"},  # the prompt from stdin
-    "ui/turns.py": {"prompt"},  # Session.prompt: starts a turn (the turn protocol), reads nobody
+    "ui/turns.py": {"prompt"},  # Session.prompt: starts a turn, reads nobody
 }
 READ_OBJECTS = {"stdin", "typer", "click", "Prompt", "Confirm", "IntPrompt", "getpass", "ps",
                 "session", "prompt_session"}
