@@ -13,7 +13,8 @@ one wording and one implementation.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal, NotRequired, TypedDict, cast
 
 
@@ -71,6 +72,25 @@ NOT_RUN_INTERRUPTED = "not run: the user interrupted the turn before this call"
 
 def text_block(text: str) -> TextBlock:
     return {"type": "text", "text": text}
+
+
+@dataclass(frozen=True)
+class Attachment:
+    """Something the user attached to a message (an editor's open file or selection): its text,
+    marked with where it came from, so the model can tell the user's words from the file's."""
+
+    uri: str
+    text: str
+
+    def marked(self) -> str:
+        body = self.text if self.text.endswith("\n") else self.text + "\n"
+        return f'<resource uri="{self.uri}">\n{body}</resource>'
+
+
+def with_attachments(text: str, attachments: Sequence[Attachment] = ()) -> str:
+    """The user's turn as one text: their words, then each attachment marked (what is logged as
+    the `user_message` and sent, so a resumed or replayed session has the same)."""
+    return "\n\n".join([p for p in [text] if p] + [a.marked() for a in attachments])
 
 
 def add_user_text(history: History, text: str) -> None:

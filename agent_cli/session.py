@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -29,7 +29,7 @@ from agent_cli.calls import Decision
 from agent_cli.cancel import CancelToken
 from agent_cli.config import Settings
 from agent_cli.context import CompactResult, ContextBudget
-from agent_cli.conversation import History
+from agent_cli.conversation import Attachment, History, with_attachments
 from agent_cli.errors import UsageError
 from agent_cli.log.writer import SessionLog
 from agent_cli.loop import Loop, RequestHook, TurnResult
@@ -367,9 +367,10 @@ class Session:
 
     # -- the turn protocol ------------------------------------------------------------------
 
-    def send(self, text: str) -> TurnResult:
+    def send(self, text: str, attachments: Sequence[Attachment] = ()) -> TurnResult:
         """One turn on the caller's thread, to its end (a cancel from another thread, or an
         answer, still reaches it)."""
+        text = with_attachments(text, attachments)
         token = self._begin()
         try:
             with scope(self.sandbox):
@@ -377,11 +378,13 @@ class Session:
         finally:
             self._finish()
 
-    def prompt(self, text: str) -> TurnHandle:
+    def prompt(self, text: str, attachments: Sequence[Attachment] = ()) -> TurnHandle:
         """Start a turn on a thread of its own and return at once; the handle's `wait` gives
         its result. The front end meanwhile renders the events, answers `ApprovalNeeded` with
-        `answer`, and may `cancel`."""
+        `answer`, and may `cancel`. `attachments` (an editor's files) join the user's words,
+        marked (conversation.with_attachments)."""
         token = self._begin()
+        text = with_attachments(text, attachments)
 
         def run() -> TurnResult:
             with scope(self.sandbox):

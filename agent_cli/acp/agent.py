@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent_cli import __version__
 from agent_cli.acp import wire
-from agent_cli.acp.content import PromptError, prompt_text
+from agent_cli.acp.content import PromptError, prompt_parts
 from agent_cli.acp.opening import Options
 from agent_cli.acp.turns import Turns
 from agent_cli.acp.updates import SAID_REASONS, EventMapper, say, stop_reason
@@ -216,13 +216,13 @@ class Agent:
     def prompt(self, params: dict[str, Any]) -> dict[str, Any]:
         live = self._live(params.get("sessionId"))
         try:
-            text = prompt_text(params.get("prompt"))
+            text, attachments = prompt_parts(params.get("prompt"))
         except PromptError as e:
             raise RpcError(wire.INVALID_PARAMS, str(e)) from None
         from agent_cli.write_faults import LogUnwritable
 
         try:
-            result, cancelled = live.turns.run(text)
+            result, cancelled = live.turns.run(text, attachments)
         except LogUnwritable as e:
             self._close_live("log_unwritable")
             raise RpcError(wire.INTERNAL_ERROR, str(e)) from None

@@ -14,17 +14,20 @@ from collections.abc import Callable
 from typing import Any
 
 from agent_cli.acp.updates import text_chunk
+from agent_cli.conversation import Attachment, with_attachments
 
 
 class PromptError(ValueError):
     """The prompt is not a list of content blocks."""
 
 
-def prompt_text(blocks: Any) -> str:
-    """The user's turn as one text, in the order the blocks came."""
+def prompt_parts(blocks: Any) -> tuple[str, list[Attachment]]:
+    """The user's words (text blocks and what is said about other blocks, in their order) and
+    the embedded resources as attachments, for `Session.prompt`."""
     if not isinstance(blocks, list):
         raise PromptError("prompt must be a list of content blocks")
     parts: list[str] = []
+    attachments: list[Attachment] = []
     for block in blocks:
         if not isinstance(block, dict):
             raise PromptError("each prompt block must be an object with a type")
@@ -32,7 +35,11 @@ def prompt_text(blocks: Any) -> str:
         if kind == "text":
             parts.append(str(block.get("text", "")))
         elif kind == "resource":
-            parts.append(_resource(block.get("resource")))
+            attached = _resource(block.get("resource"))
+            if isinstance(attached, Attachment):
+                attachments.append(attached)
+            else:
+                parts.append(attached)
         elif kind == "resource_link":
             name = block.get("name") or block.get("title") or ""
             uri = str(block.get("uri", ""))
@@ -43,19 +50,22 @@ def prompt_text(blocks: Any) -> str:
         else:
             parts.append(f"[a {kind!s} block was attached; agent-cli does not read that kind]")
     text = "\n\n".join(p for p in parts if p)
-    if not text.strip():
+    if not text.strip() and not attachments:
         raise PromptError("the prompt holds no text")
-    return text
+    return text, attachments
 
 
-def _resource(resource: Any) -> str:
+def prompt_text(blocks: Any) -> str:
+    """The user's turn as one text, as the model and the log get it."""
+    return with_attachments(*prompt_parts(blocks))
+
+
+def _resource(resource: Any) -> str | Attachment:
     if not isinstance(resource, dict):
         return "[a resource without content]"
     uri = str(resource.get("uri", ""))
     if isinstance(resource.get("text"), str):
-        body = resource["text"]
-        return (f'<resource uri="{uri}">\n{body}' + ("" if body.endswith("\n") else "\n")
-                + "</resource>")
+        return Attachment(uri, resource["text"])
     mime = resource.get("mimeType") or "binary"
     return f"[resource {uri} ({mime}) attached as binary data; not passed to the model]"
 

@@ -19,8 +19,11 @@ from agent_cli.acp import permission
 from agent_cli.acp.updates import EventMapper
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from agent_cli.acp.wire import Channel, Pending
     from agent_cli.calls import Call
+    from agent_cli.conversation import Attachment
     from agent_cli.session import Session
     from agent_cli.turn import TurnResult
 
@@ -77,12 +80,13 @@ class Turns:
 
     # -- running and cancelling --------------------------------------------------------------
 
-    def run(self, text: str) -> tuple[TurnResult | None, bool]:
+    def run(self, text: str, attachments: Sequence[Attachment] = ()
+            ) -> tuple[TurnResult | None, bool]:
         """Run one turn and wait for it: (its result, whether it was cancelled)."""
         assert self.session is not None
         with self._lock:
             self._cancelled = False
-        handle = self.session.prompt(text)
+        handle = self.session.prompt(text, attachments)
         result = handle.wait()
         return result, self._cancelled
 

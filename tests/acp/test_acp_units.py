@@ -12,11 +12,12 @@ import pytest
 
 from agent_cli import events as ev
 from agent_cli.acp import permission
-from agent_cli.acp.content import PromptError, prompt_text
+from agent_cli.acp.content import PromptError, prompt_parts, prompt_text
 from agent_cli.acp.servers import client_servers
 from agent_cli.acp.updates import EventMapper, stop_reason, tool_kind
 from agent_cli.acp.wire import Channel, Message
 from agent_cli.calls import Approved, Call, Denied
+from agent_cli.conversation import Attachment
 
 CALL = Call(id="c1", name="write_file", effect="write", args={"path": "a", "content": "b"},
             args_hash="h1", preview="--- a\n+++ a\n+b")
@@ -82,10 +83,13 @@ def test_prompt_blocks_become_marked_text() -> None:
                         {"type": "resource", "resource": {"uri": "file:///a.py", "text": "x=1"}},
                         {"type": "resource_link", "uri": "file:///b.py", "name": "b.py"},
                         {"type": "image", "data": "AAAA", "mimeType": "image/png"}])
-    assert text.split("\n\n") == ["fix it", '<resource uri="file:///a.py">\nx=1\n</resource>',
-                                  "[linked resource: file:///b.py (b.py)]",
+    # The words first, in their order, then the embedded files as the engine marks them
+    # (Session.prompt's attachments: conversation.with_attachments).
+    assert text.split("\n\n") == ["fix it", "[linked resource: file:///b.py (b.py)]",
                                   "[an image was attached; agent-cli passes only text to the "
-                                  "model]"]
+                                  "model]", '<resource uri="file:///a.py">\nx=1\n</resource>']
+    words, attached = prompt_parts([{"type": "resource", "resource": {"uri": "u", "text": "t"}}])
+    assert words == "" and attached == [Attachment("u", "t")]
     for bad in (None, "text", [{"type": "text", "text": "  "}], [3]):
         with pytest.raises(PromptError):
             prompt_text(bad)

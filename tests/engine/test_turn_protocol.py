@@ -129,3 +129,24 @@ def test_closing_a_session_with_a_turn_running_cancels_and_finishes_it(tmp_path:
     assert handle.done
     records = (ws.parent / "s.jsonl").read_text().splitlines()
     assert '"tool_result"' in "".join(records) and '"session_end"' in records[-1]
+
+
+def test_attachments_join_the_words_marked_and_are_logged_as_sent(tmp_path: Path) -> None:
+    from agent_cli.conversation import Attachment
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    inbox = Inbox()
+    provider = ScriptedProvider([done("seen")])
+    settings = Settings(provider="scripted")
+    registry, _ = load_registry(settings)
+    session = Session(settings, workspace=ws, provider=provider, registry=registry,
+                      sinks=[inbox], log_path=tmp_path / "s.jsonl")
+    session.start()
+    result = session.prompt("fix this", [Attachment("file:///w/a.py", "x = 1")]).wait(60)
+    assert result is not None and result.text == "seen"
+    sent = str(provider.requests[0].messages[-1]["content"])
+    assert sent.index("fix this") < sent.index('<resource uri="file:///w/a.py">\\nx = 1\\n')
+    (said,) = [e for e in inbox.events if isinstance(e, ev.UserMessage)]
+    assert said.text == 'fix this\n\n<resource uri="file:///w/a.py">\nx = 1\n</resource>'
+    session.close()
