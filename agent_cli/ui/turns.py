@@ -72,6 +72,9 @@ class TerminalTurns:
         session = self.session
         assert session is not None, "attach() the session first"
         handle = session.prompt(text)
+        # The end of the turn wakes this thread too: a turn that ends without an event (the log
+        # refused its first record) must not leave it waiting for one.
+        unlink = handle.finished.link(self.outbox.wake)
         with self._watching():
             while True:
                 try:
@@ -81,6 +84,7 @@ class TerminalTurns:
                     self._deliver_waiting(session)
                 except KeyboardInterrupt:
                     self._cancel(session)
+        unlink()
         self._deliver_waiting(session)
         result = handle.wait()
         assert result is not None
