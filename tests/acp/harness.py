@@ -117,6 +117,15 @@ async def agent(client: Recorder, *args: str, stderr: Path, cwd: Path | None = N
         err.close()
 
 
+@asynccontextmanager
+async def session_in(workspace: Path, client: Recorder, *args: str, stderr: Path
+                     ) -> AsyncIterator[tuple[Any, Any]]:
+    """`agent` with one `session/new` in `workspace` (no MCP servers of the client's): yields
+    the connection and the new session's answer."""
+    async with agent(client, *args, stderr=stderr) as conn:
+        yield conn, await conn.new_session(cwd=str(workspace), mcp_servers=[])
+
+
 def prompting(conn: Any, session_id: str, words: str) -> asyncio.Task[Any]:
     """`session/prompt` with one text block, running while the test does something else."""
     return asyncio.create_task(conn.prompt(session_id=session_id,

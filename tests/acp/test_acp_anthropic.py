@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.acp.harness import Recorder, agent, log_records, prompting, script, until
+from tests.acp.harness import Recorder, agent, log_records, prompting, script, session_in, until
 from tests.fakes.anthropic_server import FakeAnthropic, Reply, text_reply, tool_reply
 
 
@@ -35,9 +35,8 @@ def test_a_write_call_through_the_real_sdk(tmp_path: Path, workspace: Path,
                  text_reply("All written down, in small pieces of streamed text."))
 
         async def scenario() -> str:
-            async with agent(client, *_args(fake, tmp_path, log),
-                             stderr=tmp_path / "e.txt") as conn:
-                new = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+            async with session_in(workspace, client, *_args(fake, tmp_path, log),
+                                  stderr=tmp_path / "e.txt") as (conn, new):
                 answer = await conn.prompt(session_id=new.session_id,
                                            prompt=[{"type": "text", "text": "write out.md"}])
                 return str(answer.stop_reason)
@@ -60,9 +59,8 @@ def test_cancel_while_the_model_streams(tmp_path: Path, workspace: Path, api_key
         fake.add(Reply(content=[{"type": "text", "text": "word " * 400}], event_delay_s=0.2))
 
         async def scenario() -> str:
-            async with agent(client, *_args(fake, tmp_path, log),
-                             stderr=tmp_path / "e.txt") as conn:
-                new = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+            async with session_in(workspace, client, *_args(fake, tmp_path, log),
+                                  stderr=tmp_path / "e.txt") as (conn, new):
                 turn = prompting(conn, new.session_id, "talk")
                 await until(lambda: "word" in client.text(), "the first streamed words")
                 await conn.cancel(session_id=new.session_id)
@@ -100,9 +98,8 @@ def test_max_turns_is_max_turn_requests(tmp_path: Path, workspace: Path) -> None
     client = Recorder()
 
     async def scenario() -> str:
-        async with agent(client, "--script", str(play), "--max-turns", "1",
-                         stderr=tmp_path / "e.txt") as conn:
-            new = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        async with session_in(workspace, client, "--script", str(play), "--max-turns", "1",
+                              stderr=tmp_path / "e.txt") as (conn, new):
             answer = await conn.prompt(session_id=new.session_id,
                                        prompt=[{"type": "text", "text": "go"}])
             return str(answer.stop_reason)

@@ -10,11 +10,11 @@ from pathlib import Path
 
 from tests.acp.harness import (
     Recorder,
-    agent,
     command_call,
     log_records,
     prompting,
     script,
+    session_in,
     text,
     until,
     write_call,
@@ -48,9 +48,8 @@ def test_cancel_during_a_running_command_ends_its_processes(tmp_path: Path,
     client = Recorder(policy="allow")
 
     async def scenario() -> str:
-        async with agent(client, "--script", str(play), "--log", str(log),
-                         stderr=tmp_path / "stderr.txt") as conn:
-            new = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        async with session_in(workspace, client, "--script", str(play), "--log", str(log),
+                              stderr=tmp_path / "stderr.txt") as (conn, new):
             turn = prompting(conn, new.session_id, "wait")
             await until(lambda: _processes_with(marker), "the command to start")
             await until(lambda: any("started up" in str(u.get("content")) for u in client.updates
@@ -78,9 +77,8 @@ def test_cancel_during_a_pending_question_resolves_it_as_cancelled(tmp_path: Pat
     client = Recorder(policy="hold")
 
     async def scenario() -> str:
-        async with agent(client, "--script", str(play), "--log", str(log),
-                         stderr=tmp_path / "stderr.txt") as conn:
-            new = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        async with session_in(workspace, client, "--script", str(play), "--log", str(log),
+                              stderr=tmp_path / "stderr.txt") as (conn, new):
             turn = prompting(conn, new.session_id, "write")
             await until(lambda: client.held is not None, "the permission question")
             await conn.cancel(session_id=new.session_id)
@@ -107,9 +105,8 @@ def test_a_cancelled_answer_denies_the_call(tmp_path: Path, workspace: Path) -> 
     client = Recorder(policy="hold")
 
     async def scenario() -> str:
-        async with agent(client, "--script", str(play), "--log", str(log),
-                         stderr=tmp_path / "stderr.txt") as conn:
-            new = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        async with session_in(workspace, client, "--script", str(play), "--log", str(log),
+                              stderr=tmp_path / "stderr.txt") as (conn, new):
             turn = prompting(conn, new.session_id, "write")
             await until(lambda: client.held is not None, "the permission question")
             assert client.held is not None
@@ -132,9 +129,8 @@ def test_sigterm_during_a_running_command_ends_it_and_closes_the_log(tmp_path: P
     client = Recorder(policy="allow")
 
     async def scenario() -> int:
-        async with agent(client, "--script", str(play), "--log", str(log),
-                         stderr=tmp_path / "stderr.txt") as conn:
-            new = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        async with session_in(workspace, client, "--script", str(play), "--log", str(log),
+                              stderr=tmp_path / "stderr.txt") as (conn, new):
             turn = prompting(conn, new.session_id, "wait")
             await until(lambda: _processes_with(marker), "the command to start")
             client.proc.terminate()

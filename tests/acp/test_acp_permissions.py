@@ -13,6 +13,7 @@ from tests.acp.harness import (
     log_records,
     prompting,
     script,
+    session_in,
     text,
     until,
     write_call,
@@ -26,9 +27,8 @@ def _run(policy: str, tmp_path: Path, workspace: Path) -> tuple[Recorder, str, P
     client = Recorder(policy=policy)
 
     async def scenario() -> str:
-        async with agent(client, "--script", str(play), "--log", str(log),
-                         stderr=tmp_path / "stderr.txt") as conn:
-            new = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        async with session_in(workspace, client, "--script", str(play), "--log", str(log),
+                              stderr=tmp_path / "stderr.txt") as (conn, new):
             answer = await conn.prompt(session_id=new.session_id,
                                        prompt=[{"type": "text", "text": "write the notes"}])
             return str(answer.stop_reason)
@@ -106,9 +106,8 @@ def test_read_only_mode_refuses_writes_without_asking(tmp_path: Path, workspace:
     client = Recorder(policy="allow")
 
     async def scenario() -> None:
-        async with agent(client, "--script", str(play), "--log", str(log),
-                         stderr=tmp_path / "e.txt") as conn:
-            new = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        async with session_in(workspace, client, "--script", str(play), "--log", str(log),
+                              stderr=tmp_path / "e.txt") as (conn, new):
             assert new.modes is not None and new.modes.current_mode_id == "normal"
             assert [m.id for m in new.modes.available_modes] == ["normal", "read-only"]
             await conn.set_session_mode(session_id=new.session_id, mode_id="read-only")
@@ -135,9 +134,8 @@ def test_a_yes_covers_one_call(tmp_path: Path, workspace: Path) -> None:
     client = Recorder(policy="hold")
 
     async def scenario() -> None:
-        async with agent(client, "--script", str(play), "--log", str(log),
-                         stderr=tmp_path / "e.txt") as conn:
-            new = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        async with session_in(workspace, client, "--script", str(play), "--log", str(log),
+                              stderr=tmp_path / "e.txt") as (conn, new):
             turn = prompting(conn, new.session_id, "go")
             await until(lambda: client.held is not None, "the first question")
             first = client.held
@@ -161,9 +159,8 @@ def test_the_editor_leaving_during_a_question_denies_and_closes_the_log(
     client = Recorder(policy="hold")
 
     async def scenario() -> None:
-        async with agent(client, "--script", str(play), "--log", str(log),
-                         stderr=tmp_path / "e.txt") as conn:
-            new = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        async with session_in(workspace, client, "--script", str(play), "--log", str(log),
+                              stderr=tmp_path / "e.txt") as (conn, new):
             turn = prompting(conn, new.session_id, "go")
             await until(lambda: client.held is not None, "the question")
         turn.cancel()  # (the connection is closed: it is never answered)
