@@ -43,6 +43,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,6 +64,19 @@ KEY = b"Q"
 LLM_PROMPT = b"> "
 HEAVY = ("anthropic", "mcp", "httpx", "httpx2", "prompt_toolkit", "rich", "pydantic", "typer")
 
+
+def _chunks(fd: int, deadline: float) -> Iterator[bytes]:
+    """What the pty prints, as it comes, until it closes or `deadline` (perf_counter) passes."""
+    while time.perf_counter() < deadline:
+        if not select.select([fd], [], [], 0.5)[0]:
+            continue
+        try:
+            data = os.read(fd, 65536)
+        except OSError:
+            data = b""
+        if not data:
+            return
+        yield data
 
 def help_command() -> list[str]:
     script = Path(sys.executable).parent / "agent-cli"
@@ -163,15 +177,8 @@ def time_prompt_once(workspace: Path, env: dict[str, str], stderr_file: Path | N
     cpu_at_prompt: float | None = None
     deadline = t0 + 30
     try:
-        while time.perf_counter() < deadline and len(marks) < 3:
-            ready, _, _ = select.select([fd], [], [], 0.5)
-            if not ready:
-                continue
-            try:
-                data = os.read(fd, 65536)
-            except OSError:
-                data = b""
-            if not data:
+        for data in _chunks(fd, deadline):
+            if len(marks) >= 3:
                 break
             seen += data
             now = time.perf_counter() - t0
@@ -230,15 +237,7 @@ def time_echo_once(argv: list[str], env: dict[str, str], cwd: Path, prompt: byte
         typed_at = time.perf_counter()
     seen = b""
     try:
-        while time.perf_counter() < t0 + 60:
-            if not select.select([fd], [], [], 0.5)[0]:
-                continue
-            try:
-                data = os.read(fd, 65536)
-            except OSError:
-                data = b""
-            if not data:
-                break
+        for data in _chunks(fd, t0 + 60):
             seen += data
             at = seen.find(prompt)
             if at < 0:
