@@ -118,6 +118,16 @@ class Chat:
         self.child.expect(pattern)
         return bytes(self.child.before)
 
+    def approved_turn(self, message: str, answer: bytes, panels: int = 1) -> None:
+        """Send `message`, say y at each of its `panels`, wait for `answer` and the next
+        prompt: one turn whose write calls the person approves."""
+        self.say(message)
+        for _ in range(panels):
+            self.expect(ASK)
+            self.say("y")
+        self.expect(answer)
+        self.prompt()
+
     def quit(self) -> int:
         """Ctrl-D at the prompt; return the exit status."""
         self.child.send(b"\x04")

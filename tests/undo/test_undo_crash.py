@@ -16,7 +16,6 @@ from tests.ui.test_repl_pty import pexpect, spawn, text, tool_use  # noqa: F401 
 from tests.undo.test_undo import undo_cli
 
 pytestmark = pytest.mark.pty
-ASK = rb"Run [^\r\n]*\? \[y/N\]"
 
 
 def test_list_while_open_then_undo_after_kill_9(spawn: Any, workspace: Path,  # noqa: F811
@@ -27,11 +26,7 @@ def test_list_while_open_then_undo_after_kill_9(spawn: Any, workspace: Path,  # 
                   text("WROTE-IT")], workspace)
     chat.child.timeout = 60
     chat.prompt()
-    chat.say("rewrite the note")
-    chat.expect(ASK)
-    chat.say("y")
-    chat.expect(b"WROTE-IT")
-    chat.prompt()
+    chat.approved_turn("rewrite the note", b"WROTE-IT")
     [log] = (Path(os.environ["AGENT_CLI_HOME"]) / "sessions").glob("*.jsonl")
 
     listed = undo_cli("--list", str(log), answers=None)
@@ -113,11 +108,7 @@ def test_chat_continue_after_undo_resumes_the_whole_conversation(
                   text("WROTE-IT")], workspace)
     chat.child.timeout = 60
     chat.prompt()
-    chat.say("rewrite the note")
-    chat.expect(ASK)
-    chat.say("y")
-    chat.expect(b"WROTE-IT")
-    chat.prompt()
+    chat.approved_turn("rewrite the note", b"WROTE-IT")
     assert chat.quit() == 0
     [log] = (Path(os.environ["AGENT_CLI_HOME"]) / "sessions").glob("*.jsonl")
     result = undo_cli(str(log), tmp=tmp_path)

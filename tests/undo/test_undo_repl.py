@@ -29,18 +29,8 @@ def test_slash_undo_steps_back_a_turn_at_a_time_and_redo_is_its_own_command(
                   text("TURN-TWO")], workspace)
     chat.child.timeout = 60
     chat.prompt()
-    chat.say("rewrite the note")
-    chat.expect(ASK)
-    chat.say("y")
-    chat.expect(b"WROTE-IT")
-    chat.prompt()
-    chat.say("again, and another file")
-    chat.expect(ASK)
-    chat.say("y")
-    chat.expect(ASK)
-    chat.say("y")
-    chat.expect(b"TURN-TWO")
-    chat.prompt()
+    chat.approved_turn("rewrite the note", b"WROTE-IT")
+    chat.approved_turn("again, and another file", b"TURN-TWO", panels=2)
     assert (workspace / "notes.txt").read_text() == "third line\n"
     # /undo: the whole last turn, newest call first
     chat.say("/undo")
@@ -94,7 +84,7 @@ def test_a_tall_undo_panel_is_paged_by_the_one_confirm(spawn: Any, workspace: Pa
     chat.prompt()
     chat.say("shorten it")
     chat.expect(b"G for the rest")  # the write's own panel is taller than the terminal too
-    chat.say("G")
+    chat.say("G")  # the pager's "the rest", then the question
     chat.expect(ASK)
     chat.say("y")
     chat.expect(b"WROTE-IT")
