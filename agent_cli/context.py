@@ -31,6 +31,7 @@ from agent_cli import events as ev
 from agent_cli.conversation import (
     History,
     RawMessage,
+    compacted,
     has_tool_use,
     open_exchange,
     text_block,
@@ -361,11 +362,6 @@ SUMMARY_INSTRUCTION = (
     "the transcript ([call ID]), so each result can be traced to its call in the session log. "
     "Leave out chatter. Answer with the summary only."
 )
-SUMMARY_PREFIX = (
-    "[This conversation was compacted by agent-cli; the full record is in the session log. "
-    "Summary of everything so far:]\n\n"
-)
-SUMMARY_ACK = "Understood. I will continue from this summary."
 TRANSCRIPT_RESULT_CAP = 2_000
 
 
@@ -455,17 +451,13 @@ def compact(history: History, provider: Provider, emit: Callable[[ev.AnyEvent], 
     if not summary:
         return CompactResult(False, "The model returned no summary; the conversation is "
                                     "unchanged.")
-    pending = open_exchange(history)
-    fresh: History = [{"role": "user", "content": [text_block(SUMMARY_PREFIX + summary)]}]
-    fresh += pending or [{"role": "assistant", "content": [text_block(SUMMARY_ACK)]}]
-    dropped = len(history) - len(pending)
-    history[:] = fresh
+    dropped = len(history) - len(open_exchange(history))
+    history[:] = compacted(history, summary)
     after = json_size(history)
     message = (f"Compacted {dropped} messages ({before:,} characters) into a summary "
                f"({after:,} characters); the log keeps the full conversation.")
     # extra fields (the log keeps them): the summary itself, and the usage of the request
-    emit(ev.Notice.model_validate({
-        "message": message, "kind": "compact", "summary": summary, "usage": reply.usage,
-        "model": provider.model,
-    }))
+    fields = ev.Compaction(summary=summary, usage=dict(reply.usage), model=provider.model)
+    emit(ev.Notice.model_validate({"message": message, "kind": "compact",
+                                   **fields.model_dump()}))
     return CompactResult(True, message, summary)

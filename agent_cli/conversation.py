@@ -209,3 +209,19 @@ def tool_names(message: dict[str, Any] | None) -> dict[str, str]:
     if message is None:
         return {}
     return {str(b.get("id")): str(b.get("name")) for b in tool_uses(message.get("content"))}
+
+
+SUMMARY_PREFIX = (
+    "[This conversation was compacted by agent-cli; the full record is in the session log. "
+    "Summary of everything so far:]\n\n"
+)
+SUMMARY_ACK = "Understood. I will continue from this summary."
+
+
+def compacted(history: History, summary: str) -> History:
+    """The history that `/compact` leaves: [user: summary, assistant: ack], or the pending tool
+    exchange (open_exchange) in place of the ack, so no call is left unanswered. One function
+    for the live session (context.compact) and resume (log/resume.py), so both send the same."""
+    pending = open_exchange(history)
+    fresh: History = [{"role": "user", "content": [text_block(SUMMARY_PREFIX + summary)]}]
+    return fresh + (pending or [{"role": "assistant", "content": [text_block(SUMMARY_ACK)]}])

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, ValidationError
 
 from agent_cli.calls import Approved, Call, DecidedBy, Decision
 
@@ -232,6 +232,31 @@ class Notice(EventBase):
     """The sentence shown to the user."""
     kind: str = "info"
     """What it is about, for renderers and scripts: retry, budget, context_budget, clear, ..."""
+
+    def compaction(self) -> Compaction | None:
+        """What a `compact` notice records (its extra fields), or None for any other notice or
+        one whose fields do not parse. Resume rebuilds the compacted history from it."""
+        if self.kind != "compact":
+            return None
+        try:
+            return Compaction.model_validate(self.model_extra or {})
+        except ValidationError:
+            return None
+
+
+class Compaction(BaseModel):
+    """The fields a `notice` of kind `compact` carries beside its sentence (`/compact`): the one
+    definition of them, for the writer (context.compact), resume and the usage count. From this
+    notice on, the conversation is the summary (conversation.compacted), not what came before."""
+
+    model_config = ConfigDict(extra="allow")
+
+    summary: str
+    """The model-written summary the conversation continues from."""
+    usage: dict[str, Any] = Field(default_factory=dict)
+    """Of the summary request (counted for the session, not for a turn)."""
+    model: str | None = None
+    """The model that wrote the summary."""
 
 
 class EntryState(BaseModel):

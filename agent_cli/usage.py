@@ -132,11 +132,10 @@ class UsageMeter:
             if context_tokens(event.usage):
                 self.last_context = context_tokens(event.usage)
                 self.last_model = self.model_of()
-        elif isinstance(event, ev.Notice) and event.kind == "compact":
-            usage = getattr(event, "usage", None)
-            if isinstance(usage, dict):
+        elif isinstance(event, ev.Notice) and (done := event.compaction()) is not None:
+            if done.usage:
                 # counted for the session, not for the next turn's line
-                self.add(str(getattr(event, "model", None) or self.model_of()), usage, turn=False)
+                self.add(done.model or self.model_of(), done.usage, turn=False)
         elif isinstance(event, ev.TurnEnd):
             self.last_turn, self._turn = self._turn, {}
 

@@ -19,6 +19,7 @@ from agent_cli.conversation import (
     ToolResultBlock,
     add_user_text,
     close_dangling,
+    compacted,
     tool_result,
     tool_uses,
 )
@@ -91,6 +92,9 @@ def rebuild(path: Path, _chain: frozenset[Path] = frozenset()) -> Rebuilt:
         elif isinstance(item, ev.Notice) and item.kind == "clear":
             flush()
             out.history = []
+        elif isinstance(item, ev.Notice) and (done := item.compaction()) is not None:
+            flush()  # the live session compacted from here: send the summary, as it did
+            out.history = compacted(out.history, done.summary)
         if isinstance(item, ev.Effects | ev.Undo | ev.UserMessage):
             undo_events.append(item)
     flush()

@@ -260,3 +260,30 @@ def test_sigkill_during_an_approved_call_then_resume(workspace: Path, tmp_path: 
                if b.get("type") == "tool_result"]
     assert results == [{"type": "tool_result", "tool_use_id": "toolu_slow",
                         "content": "interrupted; outcome unknown", "is_error": True}]
+
+
+def test_continue_after_compact_sends_the_summary_not_the_originals(workspace: Path,
+                                                                    tools: Path) -> None:
+    """People compact near the limit: the resumed session must send what the live one did."""
+    base = ["--provider", "anthropic", "--model", "claude-test", "--workspace", str(workspace),
+            "--tools-dir", str(tools)]
+    env = {"ANTHROPIC_API_KEY": "sk-test"}
+    with FakeAnthropic() as fake:
+        for reply in ("one done", "two done", "SUMMARY: said hello twice", "three done",
+                      "four done"):
+            fake.add(text_reply(reply))
+        live = runner.invoke(app, ["chat", *base, "--base-url", fake.base_url],
+                             input="hello one\nhello two\n/compact\nhello three\n", env=env)
+        assert live.exit_code == 0, live.output
+        live_sent = strip_cache_control(fake.requests[3].body["messages"])
+        resumed = runner.invoke(app, ["chat", "--continue", *base, "--base-url", fake.base_url],
+                                input="hello four\n", env=env)
+        assert resumed.exit_code == 0, resumed.output
+        sent = strip_cache_control(fake.requests[4].body["messages"])
+    assert "hello one" not in json.dumps(live_sent)  # the live session compacted
+    assert "hello one" not in json.dumps(sent) and "two done" not in json.dumps(sent)
+    assert len(sent) == 5  # summary, ack, hello three, three done, hello four
+    assert "SUMMARY: said hello twice" in sent[0]["content"][0]["text"]
+    assert sent[:3] == live_sent
+    assert sent[3] == {"role": "assistant", "content": [{"type": "text", "text": "three done"}]}
+    assert sent[4] == {"role": "user", "content": [{"type": "text", "text": "hello four"}]}
