@@ -62,7 +62,7 @@ def test_uncommented_blocks_load_as_settings() -> None:
     import tomllib
 
     text = (REPO / "config.example.toml").read_text()
-    for header in ("[[deny]]", '[prices."claude-sonnet-5-5"]', "[mcp.servers.time]"):
+    for header in ("[[deny]]", '[prices."my-model"]', "[mcp.servers.time]"):
         lines = text[text.index("# " + header):].splitlines()
         block = [lines[0][2:]]
         for line in lines[1:]:
@@ -71,3 +71,10 @@ def test_uncommented_blocks_load_as_settings() -> None:
                 break
             block.append(m.group(1))
         Settings.model_validate(tomllib.loads("\n".join(block)))
+
+
+def test_no_paragraph_is_repeated() -> None:
+    """A comment paragraph said twice (the prices block once was) reads as two settings."""
+    text = (REPO / "config.example.toml").read_text()
+    firsts = [p.splitlines()[0] for p in text.split("\n\n") if p.strip()]
+    assert len(firsts) == len(set(firsts)), [f for f in firsts if firsts.count(f) > 1]
