@@ -192,10 +192,12 @@ def _drive(spec: TrialSpec, workspace: Path, record: TrialRecord) -> list[str]:
         return [f"tools: no loaded tool matches {listed}; `agent-cli tools` lists them"]
     try:
         for prompt in task.prompts:
-            result = _send(session, prompt)
+            result, ctrl_c = _send(session, prompt)
             record.answer = result.text
-            if result.reason == "interrupted":
-                # The loop answers Ctrl-C by ending the turn; for a suite it means stop.
+            if ctrl_c or result.reason == "interrupted":
+                # The loop answers Ctrl-C by ending the turn; for a suite it means stop, also
+                # when the turn had just ended another way as the key came (the cancel then
+                # found nothing to stop, and the suite would have gone on).
                 session.close("interrupted")
                 raise KeyboardInterrupt
             if result.reason not in ("end_turn", "stop_sequence"):
@@ -207,19 +209,22 @@ def _drive(spec: TrialSpec, workspace: Path, record: TrialRecord) -> list[str]:
     return judge(task, record, workspace)
 
 
-def _send(session: Session, text: str) -> TurnResult:
+def _send(session: Session, text: str) -> tuple[TurnResult, bool]:
     """One prompt of a trial, as a front end runs it: the turn on its own thread, and Ctrl-C
     (a KeyboardInterrupt here, the main thread) turned into a cancel, so the engine answers the
-    pending calls and records the interrupt itself."""
+    pending calls and records the interrupt itself. Also says whether Ctrl-C was pressed: the
+    turn may have ended on its own in the same moment, and the suite must stop all the same."""
     handle = session.prompt(text)
+    ctrl_c = False
     while True:
         try:
             result = handle.wait()
         except KeyboardInterrupt:
+            ctrl_c = True
             session.cancel("user")
             continue
         assert result is not None
-        return result
+        return result, ctrl_c
 
 
 def run_suite(specs: list[TrialSpec], jobs: int = 1,
