@@ -111,7 +111,9 @@ def register(app: typer.Typer) -> None:
                      "approved", "denied", "log"):
             kw: dict[str, Any] = {"justify": "right"} if name in ("calls", "approved",
                                                                   "denied") else {}
-            table.add_column(name, overflow="fold", **kw)
+            if name == "log":  # the id is what a user copies: it never wraps, the rest gives way
+                kw = {"no_wrap": True, "min_width": max(len(s.path.name) for s in sessions)}
+            table.add_column(name, **{"overflow": "fold", **kw})
         for s in sessions:
             started = time.strftime("%Y-%m-%d %H:%M", time.gmtime(s.started)) if s.started \
                 else "?"

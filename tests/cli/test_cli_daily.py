@@ -314,3 +314,11 @@ def test_a_rerun_shows_as_such_in_log_list(tmp_path: Path, workspace: Path) -> N
 
     assert summarize(own).kind == "rerun"
     assert summarize(recording).kind == "new"
+
+
+@pytest.mark.parametrize("columns", ["60", "120"])
+def test_log_list_never_wraps_the_log_name(tmp_path: Path, workspace: Path, columns: str) -> None:
+    """The log name is what a user copies into replay: broken across lines it cannot be."""
+    new = make_session(tmp_path, workspace, ["a prompt " * 20])
+    listing = runner.invoke(app, ["log", "list"], env={"COLUMNS": columns}).output
+    assert any(new.name in line for line in listing.splitlines()), listing
