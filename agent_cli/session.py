@@ -203,6 +203,9 @@ class Session:
         self.continues = continues
         self.load_report = load_report or LoadReport()
         self._closed = False
+        self._started = False
+        """`session_start` is in the log: only then may `close` write `session_end` (a log
+        always begins with its start, whatever cut the start short)."""
         self._turn: CancelToken | None = None
         """The running turn's token (None between turns)."""
         self._turn_lock = threading.Lock()
@@ -327,7 +330,9 @@ class Session:
                 except LogUnwritable as e:
                     if e.dropped:
                         raise
-                    refused = e
+                    refused = e  # chained and held in memory: written first when space returns
+                if isinstance(event, ev.SessionStart):
+                    self._started = True
                 continue
             sink(event)
         if refused is not None:
@@ -463,8 +468,9 @@ class Session:
             self.mcp.close()
             self.mcp.sync()
         try:
-            with contextlib.suppress(LogUnwritable):  # kept in memory: close() tries once more
-                self.emit(ev.SessionEnd(reason=reason))
+            if self._started:
+                with contextlib.suppress(LogUnwritable):  # kept in memory: close() tries again
+                    self.emit(ev.SessionEnd(reason=reason))
             self.log.close()  # raises the sentence when held records are lost
         finally:
             self.sandbox.close()

@@ -78,7 +78,8 @@ def chat(
             raise typer.Exit(128 + e.signum) from None
         try:
             session, console, view = opened.session, opened.console, opened.view
-            session.start()
+            with signals.held():  # the start record lands whole; a signal is looked at after
+                session.start()
             if signals.received is None:  # (a signal while the session was built: it ends)
                 read = _reader(session, term, signals, ps, first)
                 attach_instructions(session, instructions, term.confirm(console))

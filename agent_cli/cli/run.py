@@ -165,11 +165,15 @@ def run_headless(common: Common, prompt: str, output: str, plain: bool,
         session.log.mirror = _print_line
     with signals:  # SIGTERM/SIGHUP cancel the turn, then exit 143/129
         try:
-            session.start()
-            attach_instructions(session, instructions, term.confirm(err))
-            result = turns.run(text)
-            reason, answer = result.reason, result.text
-            code = TURN_EXIT.get(reason, EXIT_OK)
+            with signals.held():  # the start record lands whole; a signal is looked at after
+                session.start()
+            if signals.received is not None:
+                reason, answer, code = "interrupted", "", EXIT_INTERRUPTED
+            else:
+                attach_instructions(session, instructions, term.confirm(err))
+                result = turns.run(text)
+                reason, answer = result.reason, result.text
+                code = TURN_EXIT.get(reason, EXIT_OK)
         except KeyboardInterrupt:  # before the turn began (at the instructions' question)
             reason, answer, code = "interrupted", "", EXIT_INTERRUPTED
         if signals.received is not None:
