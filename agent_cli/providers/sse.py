@@ -120,7 +120,8 @@ def _parse_block(block: bytes) -> tuple[str, str] | None:
 
 def error_message(data: str) -> str:
     """What an `event: error` says, as the provider quotes an APIStatusError: the error's
-    `message`, else the body as the SDK formats it."""
+    `message`, else the body as compact JSON (as the SDK 2.17 formats it; earlier SDKs wrote
+    Python's repr of it)."""
     try:
         body = json.loads(data)
     except ValueError:
@@ -129,7 +130,7 @@ def error_message(data: str) -> str:
         err = body.get("error")
         if isinstance(err, dict) and err.get("message"):
             return str(err["message"])
-    return f"{body}"
+    return json.dumps(body, separators=(",", ":"), ensure_ascii=False)
 
 
 def parse_tool_input(raw: str) -> Any:

@@ -182,11 +182,13 @@ def test_error_event_mid_stream_raises_and_is_not_retried(fake: FakeAnthropic) -
 
 
 def test_reset_mid_stream_raises_transport_error(fake: FakeAnthropic) -> None:
-    """The SDK does not wrap errors raised while iterating: this is raw httpx2, not anthropic."""
+    """A reset after the stream began reaches the SDK's reader: SDK versions before 2.17 raise
+    it as raw httpx2 (not wrapped), 2.17 wraps it in APIConnectionError. The provider takes both
+    for a broken stream (providers/anthropic.py), and never retries it."""
     fake.add(Reply(content=[{"type": "text", "text": "b" * 60}], reset_after=6))
     received: list[str] = []
     with (
-        pytest.raises(httpx2.TransportError),
+        pytest.raises((httpx2.TransportError, anthropic.APIConnectionError)),
         client(fake, max_retries=2).messages.stream(**stream_kwargs()) as stream,
     ):
         received.extend(stream.text_stream)
