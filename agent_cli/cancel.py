@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 
 
 class CancelToken:
@@ -76,6 +78,47 @@ class CancelToken:
             forget()
             watcher()
         return event.is_set()
+
+
+class Abandoned(BaseException):
+    """Raised inside work that a cancelled turn no longer waits for: a model request runs on a
+    thread of its own (loop._cancellable), and once the turn is cancelled its stream stops at the
+    next piece of text and its retry pause ends at once, with no further request sent. Leaving
+    the stream closes its connection, so the server stops generating (and billing) the reply.
+    A BaseException, so that no provider's `except Exception` turns it into an error or a retry;
+    only the thread that ran the work catches it."""
+
+
+_WORK: ContextVar[CancelToken | None] = ContextVar("agent_cli_cancel_work", default=None)
+
+
+@contextlib.contextmanager
+def working_for(token: CancelToken) -> Iterator[None]:
+    """Inside, `checkpoint` and `pause` belong to `token`'s turn (set on the thread that does
+    the turn's work in the background)."""
+    reset = _WORK.set(token)
+    try:
+        yield
+    finally:
+        _WORK.reset(reset)
+
+
+def checkpoint() -> None:
+    """Raise `Abandoned` when the turn this work is for was cancelled (nothing outside a turn)."""
+    token = _WORK.get()
+    if token is not None and token.cancelled:
+        raise Abandoned(token.reason)
+
+
+def pause(seconds: float) -> None:
+    """Sleep `seconds`, ended at once by a cancel of the turn this work is for (then `Abandoned`);
+    a plain sleep outside a turn."""
+    token = _WORK.get()
+    if token is None:
+        time.sleep(seconds)
+        return
+    token.wait(threading.Event(), seconds)
+    checkpoint()
 
 
 def _chain(event: threading.Event, wake: threading.Event) -> Callable[[], None]:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent_cli import events as ev
 from agent_cli.approval import Gate
-from agent_cli.cancel import CancelToken, LinkedEvent
+from agent_cli.cancel import Abandoned, CancelToken, LinkedEvent, working_for
 from agent_cli.conversation import (
     NOT_RUN_INTERRUPTED,
     History,
@@ -295,10 +295,13 @@ class Loop:
         ))
 
     def _live(self, turn: Turn, event: ev.AnyEvent) -> None:
-        """What the provider reports while it streams (text, a retry's notice); nothing once
-        the turn was cancelled: the reply is abandoned and its stream is no longer news."""
-        if not turn.token.cancelled:
-            self.emit(event)
+        """What the provider reports while it streams (text, a retry's notice). Once the turn
+        was cancelled the reply is abandoned: nothing more is shown, and the stream stops here
+        (`Abandoned` leaves the provider's reader, which closes the connection, so the server
+        stops generating a reply nobody will read)."""
+        if turn.token.cancelled:
+            raise Abandoned(turn.token.reason)
+        self.emit(event)
 
     def _choice_now(self, turn: Turn) -> str:
         """The tool choice of the next request. A forced choice makes the model call a tool
@@ -314,13 +317,15 @@ class Loop:
 def _cancellable(token: CancelToken, request: Callable[[], ModelResponse]) -> ModelResponse:
     """Run a model request (its stream, its retries and their pauses) so that a cancel ends the
     wait at once: the request runs on a thread of its own, and on cancel it is abandoned (its
-    callbacks go quiet, `Loop._live`) while the turn stops with "interrupted"."""
+    stream stops at its next piece of text, `Loop._live`, and its retry pause at once) while the
+    turn stops with "interrupted"."""
     done = LinkedEvent()
     box: dict[str, Any] = {}
 
     def target() -> None:
         try:
-            box["reply"] = request()
+            with working_for(token):  # its retry pauses end, and no new attempt starts, on cancel
+                box["reply"] = request()
         except BaseException as e:
             box["error"] = e
         finally:

@@ -10,10 +10,10 @@ on `on_status` before each wait, and raise the failure's own sentence when it gi
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Mapping
 from typing import TypeVar
 
+from agent_cli.cancel import checkpoint, pause
 from agent_cli.errors import ProviderError
 from agent_cli.providers.http_errors import (
     connection_message,
@@ -63,9 +63,11 @@ def unreachable(where: str, shown: str, error: BaseException) -> Failed:
 def with_retries(attempt: Callable[[], T], *, max_retries: int, retry_cap_s: float,
                  on_status: Callable[[str], None]) -> T:
     """`attempt()` until it returns, retrying each `Failed` that allows it up to `max_retries`
-    times. KeyboardInterrupt (also during a wait) passes through."""
+    times. A cancel of the turn the request is for (cancel.working_for) ends a wait at once and
+    sends no further attempt; KeyboardInterrupt passes through."""
     retries = 0
     while True:
+        checkpoint()  # a cancelled turn sends no further request
         try:
             return attempt()
         except Failed as failed:
@@ -75,4 +77,4 @@ def with_retries(attempt: Callable[[], T], *, max_retries: int, retry_cap_s: flo
             retries += 1
             on_status(retry_notice(failed.what, wait, retries, max_retries))
             if wait > 0:
-                time.sleep(wait)
+                pause(wait)  # ended at once by a cancel of the turn it is for

@@ -255,12 +255,18 @@ class FakeHandler(BaseHTTPRequestHandler):
             step = fault.chunk_bytes
             events = [body[i:i + step] for i in range(0, len(body), step)]
         frames = [b"%x\r\n%s\r\n" % (len(e), e) for e in events]
-        if fault.event_delay_s > 0:
-            for frame in frames:
-                self.wfile.write(frame)
-                time.sleep(fault.event_delay_s)
-        else:
-            self.wfile.write(b"".join(frames))
+        try:
+            if fault.event_delay_s > 0:
+                for frame in frames:
+                    self.wfile.write(frame)
+                    self.wfile.flush()
+                    time.sleep(fault.event_delay_s)
+            else:
+                self.wfile.write(b"".join(frames))
+        except OSError:
+            self.server.fake.streams.append("cut by the client")
+            raise
+        self.server.fake.streams.append("whole")
         if reset:
             self.abort()
         else:
@@ -298,6 +304,8 @@ class FakeServerBase(Generic[R]):
         self.seed = seed
         self.validate = validate
         self.requests: list[RecordedRequest] = []
+        self.streams: list[str] = []
+        """How each streamed reply ended: "whole", or "cut by the client" (it hung up)."""
         self._queue: deque[R] = deque()
         self._lock = threading.Lock()
         self._conns: set[socket.socket] = set()
