@@ -2,9 +2,11 @@
 
 The reader thread (wire.Channel.serve) answers `initialize`, `authenticate` and
 `session/set_mode` itself, takes `session/cancel` at once, and queues `session/new`,
-`session/load` and `session/prompt` for the main thread, which runs them one at a time (a turn
-runs on the engine's own thread meanwhile; see turns.py). One session is live at a time: a new
-or loaded session closes the one before, whose id then answers with an error saying so.
+`session/load` and `session/prompt` for the main thread, which opens sessions one at a time and
+hands each prompt to a thread of its own (the turn runs on the engine's thread; see turns.py).
+Several sessions stay open side by side, as an editor's threads do, each with its own log,
+sandbox and turn: a prompt in one never waits for another's. At most `MAX_LIVE` are open; a new
+one beyond that closes the one idle longest, whose id then answers with an error saying so.
 docs/acp.md is the contract.
 """
 
@@ -28,6 +30,11 @@ if TYPE_CHECKING:
     from agent_cli.session import Session
 
 PROTOCOL_VERSION = 1
+MAX_LIVE = 8
+"""Sessions open at once (each holds its MCP servers and a sandbox): the one idle longest
+closes for a new one beyond this."""
+CLOSE_WAIT_S = 10.0
+"""How long the end of the agent waits for the prompts' answers after cancelling their turns."""
 MODES = [{"id": "normal", "name": "Ask before each write",
           "description": "Write tools are offered; each write call asks for your yes."},
          {"id": "read-only", "name": "Read-only",
@@ -37,7 +44,7 @@ MODES = [{"id": "normal", "name": "Ask before each write",
 
 @dataclass
 class Live:
-    """The one live session."""
+    """An open session."""
 
     id: str
     session: Session
@@ -50,8 +57,11 @@ class Agent:
         self.options = options
         self.client = "client"
         """The client's name from initialize's clientInfo (recorded as `via` with approvals)."""
-        self.live: Live | None = None
+        self.live: dict[str, Live] = {}
+        """The open sessions by id, the one used longest ago first."""
         self.closed_ids: set[str] = set()
+        self._lock = threading.Lock()
+        self._prompts: set[threading.Thread] = set()
         self._jobs: queue.Queue[Message | None] = queue.Queue()
         self.end_reason = "exit"
         self._stopping = False
@@ -64,8 +74,8 @@ class Agent:
         elif msg.method == "authenticate":
             self._reply(msg, lambda params: {})
         elif msg.method == "session/cancel":
-            live = self.live
-            if live is not None and msg.params.get("sessionId") == live.id:
+            live = self.live.get(str(msg.params.get("sessionId")))
+            if live is not None:
                 live.turns.cancel()
         elif msg.method == "session/set_mode":  # (the engine takes it from any thread)
             self._reply(msg, self.set_mode)
@@ -101,11 +111,14 @@ class Agent:
                 msg = self._jobs.get()
                 if msg is None or (self._stopping and msg.method == "session/prompt"):
                     break
-                handler = {"session/new": self.new_session, "session/load": self.load_session,
-                           "session/prompt": self.prompt}[msg.method]
+                if msg.method == "session/prompt":
+                    self._prompt_aside(msg)
+                    continue
+                handler = {"session/new": self.new_session,
+                           "session/load": self.load_session}[msg.method]
                 self._reply(msg, handler)
         finally:
-            self._close_live(self.end_reason)
+            self._close_all(self.end_reason)
 
     def _read(self) -> None:
         try:
@@ -117,10 +130,35 @@ class Agent:
         """The client is gone (EOF) or the process is asked to end (SIGTERM, SIGHUP): the
         running turn is cancelled, queued requests are dropped, and the session closes."""
         self.end_reason, self._stopping = reason, True
-        live = self.live
-        if live is not None:
+        for live in self._open_ones():
             live.turns.cancel()
         self._jobs.put(None)
+
+    def _prompt_aside(self, msg: Message) -> None:
+        """A prompt runs on a thread of its own, so that opening another session, or prompting
+        it, never waits for this turn."""
+        def run() -> None:
+            try:
+                self._reply(msg, self.prompt)
+            finally:
+                with self._lock:
+                    self._prompts.discard(thread)
+
+        thread = threading.Thread(target=run, name="acp-prompt", daemon=True)
+        with self._lock:
+            self._prompts.add(thread)
+        thread.start()
+
+    def _close_all(self, reason: str) -> None:
+        """The end: every turn cancelled, their prompts answered, every session closed."""
+        for live in self._open_ones():
+            live.turns.cancel()
+        with self._lock:
+            prompts = list(self._prompts)
+        for thread in prompts:
+            thread.join(CLOSE_WAIT_S)
+        for live in self._open_ones():
+            self._close_live(live, reason)
 
     def _reply(self, msg: Message, handler: Callable[[dict[str, Any]], Any]) -> None:
         try:
@@ -175,7 +213,9 @@ class Agent:
               notes: list[str] | None = None) -> Live:
         from agent_cli.acp.opening import open_session
 
-        self._close_live("replaced")
+        if session_id is not None and session_id in self.live:
+            self._close_live(self.live[session_id], "replaced")  # loaded again: this copy goes
+        self._make_room()
         turns = Turns(self.channel, via=f"acp:{self.client}")
         session, said = open_session(self.options, params, sink=turns.sink,
                                      client=self.client, history=history,
@@ -185,7 +225,8 @@ class Agent:
         turns.session_id = live.id
         turns.mapper = EventMapper(lambda name: _effect_of(session, name),
                                    str(session.workspace), session.log.redactor.text)
-        self.live = live
+        with self._lock:
+            self.live[live.id] = live
         try:
             session.start()
             _attach_instructions(session)
@@ -194,21 +235,44 @@ class Agent:
             for note in [*said, *(notes or [])]:
                 session.emit(ev.Notice(message=note, kind="acp"))
         except BaseException:
-            self._close_live("error")
+            self._close_live(live, "error")
             raise
         return live
 
-    def _close_live(self, reason: str) -> None:
-        live, self.live = self.live, None
-        if live is None:
+    def _open_ones(self) -> list[Live]:
+        """The open sessions now, the one used longest ago first (a copy: others may change)."""
+        with self._lock:
+            return list(self.live.values())
+
+    def _make_room(self) -> None:
+        """Below `MAX_LIVE` open sessions: close the one idle longest (a busy one never)."""
+        if len(self.live) < MAX_LIVE:
             return
-        self.closed_ids.add(live.id)
+        for live in self._open_ones():
+            if not live.session.busy:
+                self._close_live(live, "too many sessions")
+                return
+        raise RpcError(wire.INTERNAL_ERROR, f"agent-cli has {MAX_LIVE} sessions open and each "
+                       "is running a turn; cancel one, or wait for one to end, then open "
+                       "another.")
+
+    def _close_live(self, live: Live, reason: str) -> None:
+        with self._lock:
+            if self.live.get(live.id) is not live:
+                return
+            del self.live[live.id]
+            self.closed_ids.add(live.id)
         live.session.close(reason)
 
     def _live(self, sid: Any) -> Live:
-        live = self.live
-        if live is None or sid != live.id:
-            why = ("it was closed when another session was opened; session/load it to go on"
+        with self._lock:
+            live = self.live.get(str(sid))
+            if live is not None:  # used now: the last to be closed for room
+                del self.live[live.id]
+                self.live[live.id] = live
+        if live is None:
+            why = (f"it was closed (agent-cli keeps at most {MAX_LIVE} sessions open, and closes "
+                   "the one idle longest for a new one); session/load it to go on"
                    if sid in self.closed_ids else "no session of that id is open")
             raise RpcError(wire.INVALID_PARAMS, f"session {sid!s}: {why}.")
         return live
@@ -224,12 +288,12 @@ class Agent:
         try:
             result, cancelled = live.turns.run(text, attachments)
         except LogUnwritable as e:
-            self._close_live("log_unwritable")
+            self._close_live(live, "log_unwritable")
             raise RpcError(wire.INTERNAL_ERROR, str(e)) from None
         if cancelled or result is None:
             return {"stopReason": "cancelled"}
         if result.reason == "log_unwritable":
-            self._close_live("log_unwritable")
+            self._close_live(live, "log_unwritable")
             raise RpcError(wire.INTERNAL_ERROR, result.message or "the session log refused a "
                            "record; the session ended.")
         if result.reason in SAID_REASONS and result.message:

@@ -14,7 +14,16 @@ from typing import Any
 
 import pytest
 
-from tests.acp.harness import Recorder, agent, log_records, script, text, until
+from tests.acp.harness import (
+    Recorder,
+    agent,
+    log_records,
+    prompting,
+    script,
+    text,
+    until,
+    write_call,
+)
 
 HERE = Path(__file__).resolve().parent
 
@@ -281,28 +290,81 @@ def test_a_broken_config_is_one_sentence_on_stderr_before_the_protocol(tmp_path:
     assert b"error:" in proc.stderr and b"Traceback" not in proc.stderr
 
 
-def test_a_new_session_closes_the_one_before(tmp_path: Path, workspace: Path) -> None:
+class HoldsOne(Recorder):
+    """Allows every call but those of one session, whose question waits for the test."""
+
+    held_session = ""
+
+    async def request_permission(self, options: Any, session_id: str, tool_call: Any,
+                                 **kwargs: Any) -> Any:
+        self.policy = "hold" if session_id == self.held_session else "allow"
+        return await super().request_permission(options, session_id, tool_call, **kwargs)
+
+
+def test_sessions_stay_open_side_by_side(tmp_path: Path, workspace: Path) -> None:
+    """An editor's threads: a second session/new leaves the first open, and one session's turn
+    runs to its end while the other's waits at a permission question."""
     from acp import RequestError
 
-    play = script(tmp_path / "s.json", [text("from the second")])
-    client = Recorder()
+    play = script(tmp_path / "s.json", [write_call("w1", "note.txt", "written\n"),
+                                        text("done")])
+    client = HoldsOne()
 
     async def scenario() -> tuple[str, str]:
         async with agent(client, "--script", str(play), stderr=tmp_path / "e.txt") as conn:
             first = (await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
             second = (await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
-            with pytest.raises(RequestError, match="closed when another session was opened"):
-                await conn.prompt(session_id=first, prompt=[{"type": "text", "text": "hi"}])
+            assert first != second
+            client.held_session = first
+            waiting = prompting(conn, first, "write it")
+            await until(lambda: client.held is not None, "the first session's question")
             with pytest.raises(RequestError, match="no text"):
                 await conn.prompt(session_id=second, prompt=[{"type": "text", "text": " "}])
-            answer = await conn.prompt(session_id=second,
-                                       prompt=[{"type": "text", "text": "hi"}])
-            assert answer.stop_reason == "end_turn"
+            other = await conn.prompt(session_id=second,
+                                      prompt=[{"type": "text", "text": "write it"}])
+            assert other.stop_reason == "end_turn"
+            assert not waiting.done()  # still at its question
+            assert client.held is not None
+            client.held.set_result({"optionId": "allow"})
+            assert (await waiting).stop_reason == "end_turn"
             return str(first), str(second)
 
     first, second = asyncio.run(scenario())
     sessions = Path(os.environ["AGENT_CLI_HOME"]) / "sessions"
-    assert log_records(sessions / f"{first}.jsonl")[-1] == {
-        **log_records(sessions / f"{first}.jsonl")[-1], "type": "session_end",
-        "reason": "replaced"}
-    assert log_records(sessions / f"{second}.jsonl")[-1]["reason"] == "exit"
+    for sid in (first, second):
+        records = log_records(sessions / f"{sid}.jsonl")
+        [approval] = [r for r in records if r["type"] == "approval"]
+        assert approval["decision"] == "approved"
+        assert records[-1]["type"] == "session_end" and records[-1]["reason"] == "exit"
+    assert [q["sessionId"] for q in client.questions] == [first, second]
+
+
+def test_beyond_the_limit_the_session_idle_longest_closes(tmp_path: Path,
+                                                           workspace: Path) -> None:
+    from acp import RequestError
+
+    from agent_cli.acp.agent import MAX_LIVE
+
+    play = script(tmp_path / "s.json", [text("hello")])
+    client = Recorder()
+
+    async def scenario() -> list[str]:
+        async with agent(client, "--script", str(play), stderr=tmp_path / "e.txt") as conn:
+            ids = [str((await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id)
+                   for _ in range(MAX_LIVE)]
+            # The first is used now: the second is the one idle longest.
+            assert (await conn.prompt(session_id=ids[0], prompt=[
+                {"type": "text", "text": "hi"}])).stop_reason == "end_turn"
+            ids.append(str((await conn.new_session(cwd=str(workspace),
+                                                   mcp_servers=[])).session_id))
+            with pytest.raises(RequestError, match="session/load it to go on"):
+                await conn.prompt(session_id=ids[1], prompt=[{"type": "text", "text": "hi"}])
+            assert (await conn.prompt(session_id=ids[-1], prompt=[
+                {"type": "text", "text": "hi"}])).stop_reason == "end_turn"
+            return ids
+
+    ids = asyncio.run(scenario())
+    sessions = Path(os.environ["AGENT_CLI_HOME"]) / "sessions"
+    reasons = {sid: log_records(sessions / f"{sid}.jsonl")[-1]["reason"] for sid in ids}
+    assert reasons.pop(ids[1]) == "too many sessions"
+    assert set(reasons.values()) == {"exit"}
