@@ -165,33 +165,42 @@ def test_front_matter_built_to_attack_the_parser_is_refused(
 
 
 def test_agent_cli_tools_lists_skills_with_their_state(tmp_path: Path) -> None:
+    """The same listing as /skills (ui/skills_view.py): offered or held out, and why; a
+    hostile description is escaped, not obeyed by the terminal."""
     import json
-    import subprocess
-    import sys
+    import re
 
-    from tests.conftest import REPO
+    from .conftest import cli
 
     skills = tmp_path / "skills"
     (skills / "pdf-forms").mkdir(parents=True)
     (skills / "pdf-forms" / "SKILL.md").write_text(SKILL)
     (skills / "bad--name").mkdir()
     (skills / "bad--name" / "SKILL.md").write_text(SKILL.replace("pdf-forms", "bad--name"))
+    (skills / "loud").mkdir()
+    (skills / "loud" / "SKILL.md").write_text(
+        SKILL.replace("pdf-forms", "loud").replace("Fill in PDF forms.", '"\\e[2J[red]x"'))
     cfg = tmp_path / "cfg.toml"
     cfg.write_text(f"skills_dirs = [{json.dumps(str(skills))}]\n")
 
-    def tools() -> str:
-        proc = subprocess.run([sys.executable, "-m", "agent_cli", "tools", "--config", str(cfg)],
-                              cwd=REPO, env=dict(os.environ, COLUMNS="200"), capture_output=True,
-                              text=True, timeout=120, stdin=subprocess.DEVNULL)
-        assert "Traceback" not in proc.stderr
-        return " ".join(proc.stdout.split())
+    def tools() -> tuple[str, str]:
+        code, raw = cli(["tools", "--config", str(cfg)])
+        assert code == 0 and "Traceback" not in raw
+        return raw, "".join(re.sub(r"\x1b\[[0-9;]*m", "", raw).split())  # wrapped, unstyled
 
-    out = tools()
-    assert "Skills: 1 offered, 1 held out" in out
-    assert f"pdf-forms pinned now (first use) {skills / 'pdf-forms' / 'SKILL.md'}" in out
-    assert "bad--name refused" in out and "must be 1-64 lowercase letters" in out
+    def said(text: str) -> str:
+        return "".join(text.split())
+
+    raw, out = tools()
+    assert said("Skills: 2 offered, 1 held out") in out
+    assert said(f"pdf-forms pinned now (first use) {skills / 'pdf-forms' / 'SKILL.md'}") in out
+    assert said("bad--name refused") in out and said("must be 1-64 lowercase letters") in out
+    assert "\x1b[2J" not in raw and said("\\x1b[2J[red]x") in out
     (skills / "pdf-forms" / "SKILL.md").write_text(SKILL.replace("first", "never"))
-    out = tools()
-    assert "Skills: 0 offered, 2 held out" in out and "pdf-forms changed" in out
-    assert f"run `agent-cli trust {skills / 'pdf-forms' / 'SKILL.md'}`" in out
-    assert "-Read references/forms.md first." in out and "+Read references/forms.md never." in out
+    _, out = tools()
+    assert said("Skills: 1 offered, 2 held out") in out and said("pdf-forms changed") in out
+    assert said(f"run `agent-cli trust {skills / 'pdf-forms' / 'SKILL.md'}`") in out
+    assert said("-Read references/forms.md first.") in out
+    assert said("+Read references/forms.md never.") in out
+    _, out = tools()  # listing does not trust the change
+    assert said("pdf-forms changed") in out
