@@ -233,3 +233,16 @@ def test_bad_skills_are_named_and_the_rest_load(tmp_path: Path) -> None:
     assert "a skill named pdf-forms was already loaded" in text
     assert "plain/SKILL.md: not a skill file: it does not start with a `---`" in text
     assert "skills folder not found" in text
+
+
+def test_pyyaml_is_imported_only_when_skills_are_loaded(tmp_path: Path) -> None:
+    """Start-up time is a feature: the engine and the REPL do not pay for PyYAML until a
+    configured skills folder is read."""
+    from tests.cli.test_cli_package import loaded_after
+
+    (tmp_path / "x-y").mkdir()
+    (tmp_path / "x-y" / "SKILL.md").write_text("---\nname: x-y\ndescription: d\n---\n")
+    start = "import agent_cli.session, agent_cli.skills, agent_cli.ui.repl, agent_cli.cli.tools"
+    assert "yaml" not in loaded_after(start)
+    assert "yaml" in loaded_after(f"{start}\nfrom pathlib import Path\n"
+                                  f"agent_cli.skills.load_skills([Path({str(tmp_path)!r})])")
