@@ -162,6 +162,9 @@ def _load_yaml(block: str) -> object:
                          f"{' '.join(str(e).split())}") from None
     except RecursionError:
         raise ValueError("its front matter is nested too deeply to read") from None
+    except ValueError:  # a value YAML parses but Python refuses (an integer of 5,000 digits)
+        raise ValueError("its front matter has a value that cannot be read (a number too long "
+                         "to convert); write it in quotes") from None
 
 
 def _kind(value: object) -> str:
@@ -190,7 +193,7 @@ def check_fields(data: dict[str, object], folder: str) -> tuple[dict[str, Field_
         return {}, (f"its `name` is {_kind(name)}; give the skill's name as text, the name "
                     "of its folder")
     if not NAME_RE.match(name):
-        return {}, (f"the skill name {name!r} must be 1-64 lowercase letters, digits and "
+        return {}, (f"the skill name {name[:80]!r} must be 1-64 lowercase letters, digits and "
                     "hyphens, with no hyphen first, last or twice in a row")
     if name != folder:
         return {}, f"the skill name {name!r} must be the name of its folder ({folder!r})"

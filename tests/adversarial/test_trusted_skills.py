@@ -143,6 +143,8 @@ BILLION_LAUGHS = "a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".jo
      "an alias (`*name`) is not read here: write the value out (line 5, column 8)"),
     ("name: pdf-forms\ndescription: d\nx: " + "[" * 10_000 + "]" * 10_000,
      "its front matter is nested too deeply to read"),
+    ("name: pdf-forms\ndescription: d\nx: " + "9" * 5_000,
+     "has a value that cannot be read (a number too long to convert); write it in quotes"),
     ("name: pdf-forms\ndescription: d\nx: " + "y" * 40_000,
      "its front matter is 40,035 characters, more than the 32,768 read"),
 ])
