@@ -14,8 +14,12 @@ with its whole diff, until the user runs `agent-cli trust FILE`, which shows the
 The body is read once, at start, from the bytes that were checked against the pin: what the model
 gets later is exactly what was trusted, framed so it cannot close its frame.
 
-The front matter is parsed here (a small subset of YAML: `key: value` lines, quoted values, and
-`>` / `|` blocks); agent-cli adds no YAML dependency for two fields.
+The front matter is YAML, read by PyYAML's safe loader (plain data only: a `!!python/...` tag is
+refused, never run) and then checked against the Agent Skills spec (`check_fields`). A skill's
+front matter is a few fields, so anything built to cost time or memory is refused before or while
+it is read: more than MAX_FRONT_MATTER characters, an alias (`*name`, how "billion laughs"
+documents grow), nesting deeper than Python's recursion allows. PyYAML is imported only when a
+skills folder is configured: start-up does not pay for it.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -55,74 +59,181 @@ class Skill:
     folder: Path | None = None
     """The skill's own folder: its bundled files are read under it, never outside."""
     fields: dict[str, Field_] = field(default_factory=dict)
-    """Every front matter field as written (the spec's optional ones kept: license,
-    compatibility, metadata, allowed-tools)."""
+    """The spec's fields as checked (name, description and the optional license,
+    compatibility, metadata, allowed-tools); other keys are not kept."""
+    first_use: bool = False
+    """Pinned by this load (not seen before under its name): trusted on first use."""
+
+
+HeldState = Literal["changed", "refused", "missing"]
+
+
+@dataclass(frozen=True)
+class HeldOut:
+    """A skill (or a skills folder) not offered, and why."""
+
+    path: Path
+    name: str
+    """The name it gives (its folder's name when it gives none that could be read)."""
+    state: HeldState
+    """changed: differs from its pin (`agent-cli trust` accepts it); refused: against the spec,
+    refused by the gate, or a duplicate; missing: the configured folder is not there."""
+    reason: str
+    """One sentence: what is wrong, where, and what to do."""
+    detail: str = ""
+    """For a changed skill, the whole change (empty when the name leads through a link)."""
+
+    @property
+    def problem(self) -> str:
+        return f"{self.reason}\n{self.detail}" if self.detail else self.reason
 
 
 @dataclass
 class SkillSet:
     skills: dict[str, Skill] = field(default_factory=dict)
-    problems: list[str] = field(default_factory=list)
-    """One sentence per skill held out (bad front matter, changed since trusted, a duplicate)."""
+    held: list[HeldOut] = field(default_factory=list)
+    """Every skill held out (bad front matter, changed since trusted, a duplicate), in order."""
     pins: PluginPins | None = None
     """The pins a bundled file is checked against when `load_skill` reads it."""
 
+    @property
+    def problems(self) -> list[str]:
+        """One notice per skill held out (its sentence, and its change when it changed)."""
+        return [h.problem for h in self.held]
+
 
 Field_ = str | dict[str, str]
-"""A front matter value: text, or a map of text (the spec's `metadata`)."""
+"""A front matter value as kept: text, or a map of text (the spec's `metadata`)."""
+
+MAX_FRONT_MATTER = 32_768
+"""Characters of front matter read as YAML (the spec's fields need a few hundred)."""
+MAX_COMPATIBILITY = 500
+OPTIONAL_TEXT = ("license", "compatibility")
 
 
-def parse_front_matter(text: str) -> tuple[dict[str, Field_], str]:
-    """(fields, body). Raises ValueError with a reason when there is no front matter block."""
+def parse_front_matter(text: str) -> tuple[dict[str, object], str]:
+    """(fields, body): the YAML between the first line `---` and the next line `---`, which must
+    be a map. Raises ValueError with a sentence that says what is wrong and on which line of the
+    file."""
     lines = text.lstrip("\ufeff").split("\n")
-    if not lines or lines[0].strip() != "---":
-        raise ValueError("it does not start with a `---` front matter line")
+    if lines[0].strip() != "---":
+        raise ValueError("not a skill file: it does not start with a `---` front matter "
+                         "line (`---`, `name: ...`, `description: ...`, `---`)")
     try:
-        end = next(i for i in range(1, len(lines)) if lines[i].strip() == "---")
+        end = next(i for i in range(1, len(lines)) if lines[i].rstrip() == "---")
     except StopIteration:
         raise ValueError("its front matter has no closing `---` line") from None
-    fields: dict[str, Field_] = {}
-    i = 1
-    while i < end:
-        line = lines[i]
-        i += 1
-        if not line.strip() or line.lstrip().startswith("#"):
+    block = "".join(f"{line}\n" for line in lines[1:end])
+    if len(block) > MAX_FRONT_MATTER:
+        raise ValueError(f"its front matter is {len(block):,} characters, more than the "
+                         f"{MAX_FRONT_MATTER:,} read; keep the fields short and move long text "
+                         "into the body")
+    data = _load_yaml(block)
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ValueError(f"its front matter is {_kind(data)}, not `key: value` lines")
+    return data, "\n".join(lines[end + 1:]).strip("\n")
+
+
+def _load_yaml(block: str) -> object:
+    """PyYAML's safe loader (imported here: only configured skills pay for it), with aliases
+    refused; a YAML error becomes a sentence naming the line of the file (the block starts on
+    its second line)."""
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
+            if self.check_event(yaml.AliasEvent):
+                raise yaml.composer.ComposerError(
+                    None, None, "an alias (`*name`) is not read here: write the value out",
+                    self.peek_event().start_mark)
+            return super().compose_node(parent, index)
+
+    try:
+        return yaml.load(block, Loader=Loader)  # a SafeLoader: plain data only
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        where = f" (line {mark.line + 2}, column {mark.column + 1})" if mark else ""
+        what = " ".join(str(e.problem or e.context or "it cannot be read").split())
+        raise ValueError(f"its front matter is not valid YAML: {what}{where}") from None
+    except yaml.YAMLError as e:
+        raise ValueError("its front matter is not valid YAML: "
+                         f"{' '.join(str(e).split())}") from None
+    except RecursionError:
+        raise ValueError("its front matter is nested too deeply to read") from None
+    except ValueError:  # a value YAML parses but Python refuses (an integer of 5,000 digits)
+        raise ValueError("its front matter has a value that cannot be read (a number too long "
+                         "to convert); write it in quotes") from None
+
+
+def _kind(value: object) -> str:
+    """What YAML made of a value, in words (for a sentence saying it should be text)."""
+    if value is None:
+        return "empty"
+    if isinstance(value, bool):
+        return f"true/false ({str(value).lower()})"
+    if isinstance(value, int | float):
+        return f"a number ({value})"
+    if isinstance(value, dict):
+        return "a map"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, str):
+        return "text"
+    return f"a {type(value).__name__} ({value})"
+
+
+def check_fields(data: dict[str, object], folder: str) -> tuple[dict[str, Field_], str | None]:
+    """The spec's fields of a parsed front matter, checked: (fields kept, None), or ({}, a
+    sentence saying what is wrong). `folder` is the name of the skill's folder, which the name
+    must equal. Other keys are not the spec's and are not kept."""
+    name = data.get("name")
+    if not isinstance(name, str):
+        return {}, (f"its `name` is {_kind(name)}; give the skill's name as text, the name "
+                    "of its folder")
+    if not NAME_RE.match(name):
+        return {}, (f"the skill name {name[:80]!r} must be 1-64 lowercase letters, digits and "
+                    "hyphens, with no hyphen first, last or twice in a row")
+    if name != folder:
+        return {}, f"the skill name {name!r} must be the name of its folder ({folder!r})"
+    description = data.get("description")
+    if not isinstance(description, str) or not description.strip() \
+            or len(description.strip()) > MAX_DESCRIPTION:
+        said = (f"{len(description.strip()):,} characters" if isinstance(description, str)
+                else _kind(description))
+        return {}, (f"skill {name} needs a description of 1 to {MAX_DESCRIPTION} characters "
+                    f"(it is {said})")
+    fields: dict[str, Field_] = {"name": name, "description": description.strip()}
+    for key in OPTIONAL_TEXT:
+        value = data.get(key)
+        if value is None:
             continue
-        if line[:1].isspace() or ":" not in line:
-            raise ValueError(f"front matter line {i} is not `key: value`")
-        key, _, value = line.partition(":")
-        value = value.strip()
-        if value in (">", "|", ">-", "|-"):
-            block: list[str] = []
-            while i < end and (not lines[i].strip() or lines[i][:1].isspace()):
-                block.append(lines[i].strip())
-                i += 1
-            value = (" " if value.startswith(">") else "\n").join(block).strip()
-        elif not value and i < end and lines[i][:1].isspace():
-            mapping: dict[str, str] = {}
-            while i < end and (not lines[i].strip() or lines[i][:1].isspace()):
-                entry = lines[i].strip()
-                i += 1
-                if not entry or entry.startswith("#"):
-                    continue
-                if ":" not in entry:
-                    raise ValueError(f"front matter line {i} is not `key: value`")
-                k, _, v = entry.partition(":")
-                mapping[k.strip()] = _unquote(v.strip())
-            fields[key.strip()] = mapping
-            continue
-        fields[key.strip()] = _unquote(value)
-    return fields, "\n".join(lines[end + 1:]).strip("\n")
-
-
-def _unquote(value: str) -> str:
-    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
-        return value[1:-1]
-    return value
-
-
-def _text(value: Field_ | None) -> str:
-    return value if isinstance(value, str) else ""
+        if not isinstance(value, str):
+            return {}, f"its `{key}` is {_kind(value)}; write it as text (in quotes)"
+        fields[key] = value
+    if len(fields.get("compatibility", "")) > MAX_COMPATIBILITY:
+        return {}, f"its `compatibility` is longer than {MAX_COMPATIBILITY} characters"
+    metadata = data.get("metadata")
+    if metadata is not None:
+        if not isinstance(metadata, dict):
+            return {}, (f"its `metadata` is {_kind(metadata)}; the spec wants a map of text "
+                        "(`metadata:` then indented `key: \"value\"` lines)")
+        for key, value in metadata.items():
+            if not isinstance(key, str) or not isinstance(value, str):
+                wrong = value if isinstance(key, str) else key
+                return {}, (f"its `metadata` entry {str(key)!r} is {_kind(wrong)} as YAML "
+                            "reads it; the spec wants a map of text: put the value in quotes")
+        fields["metadata"] = dict(metadata)
+    tools = data.get("allowed-tools")
+    if tools is not None:
+        if isinstance(tools, list) and all(isinstance(t, str) for t in tools):
+            tools = " ".join(tools)  # a YAML list, as some skills write it
+        if not isinstance(tools, str):
+            return {}, (f"its `allowed-tools` is {_kind(tools)}; the spec wants text "
+                        "(tool names separated by spaces)")
+        fields["allowed-tools"] = tools
+    return fields, None
 
 
 def skill_files(folder: Path) -> list[Path]:
@@ -136,8 +247,9 @@ def load_skills(folders: list[Path], pins: PluginPins | None = None) -> SkillSet
     out = SkillSet(pins=pins)
     for folder in folders:
         if not folder.is_dir():
-            out.problems.append(f"{folder}: skills folder not found (config skills_dirs); "
-                                "no skills were loaded from it.")
+            out.held.append(HeldOut(folder, folder.name, "missing", (
+                f"{folder}: skills folder not found (config skills_dirs); no skills were "
+                "loaded from it.")))
             continue
         for path in skill_files(folder):
             _load_one(folder, str(path.relative_to(folder)), out, pins)
@@ -150,47 +262,41 @@ def _load_one(folder: Path, name: str, out: SkillSet, pins: PluginPins | None) -
     from agent_cli.trusted_input import InputRefused, open_trusted_text
 
     path = folder / name
+
+    def refuse(why: str, shown: str = path.parent.name) -> None:
+        out.held.append(HeldOut(path, shown, "refused", f"{path}: {why}; not loaded."))
+
     try:
         got = open_trusted_text(folder, name, max_bytes=MAX_SKILL_BYTES, what="skill file")
     except InputRefused as e:
-        out.problems.append(f"{path}: {e} Not loaded.")
+        out.held.append(HeldOut(path, path.parent.name, "refused", f"{path}: {e} Not loaded."))
         return
-    data = got.data
     try:
-        fields, body = parse_front_matter(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as e:
-        why = "it is not UTF-8 text" if isinstance(e, UnicodeDecodeError) else str(e)
-        out.problems.append(f"{path}: not a skill file: {why}. Start it with front matter "
-                            "(`---`, `name: ...`, `description: ...`, `---`).")
-        return
-    name = _text(fields.get("name"))
-    description = " ".join(_text(fields.get("description")).split())
-    if not NAME_RE.match(name):
-        out.problems.append(f"{path}: the skill name {name!r} must be 1-64 lowercase letters, "
-                            "digits and hyphens, with no hyphen first, last or twice in a row; "
-                            "not loaded.")
-        return
-    if path.parent.name != name:
-        out.problems.append(f"{path}: the skill name {name!r} must be the name of its folder "
-                            f"({path.parent.name!r}); not loaded.")
-        return
-    if not description or len(description) > MAX_DESCRIPTION:
-        out.problems.append(f"{path}: skill {name} needs a description of 1 to "
-                            f"{MAX_DESCRIPTION} characters; not loaded.")
-        return
+        data, body = parse_front_matter(got.data.decode("utf-8"))
+    except UnicodeDecodeError:
+        return refuse("it is not UTF-8 text")
+    except ValueError as e:
+        return refuse(str(e))
+    fields, problem = check_fields(data, path.parent.name)
+    if problem is not None:
+        return refuse(problem)
+    name = str(fields["name"])
     if name in out.skills:
-        out.problems.append(f"{path}: a skill named {name} was already loaded from "
-                            f"{out.skills[name].path}; rename one of them.")
-        return
+        return refuse(f"a skill named {name} was already loaded from {out.skills[name].path}; "
+                      "rename one of them", name)
+    first_use = False
     if pins is not None:
         check = pins.check_input(got, what="skill", how="agent-cli trust")
         if not check.ok:
-            shown = "" if got.linked else f"\n{check.diff}"  # a link's target: not logged
-            out.problems.append(f"{path}: skill {name} changed since you trusted it (or is new "
-                                "under this name), so it is not offered. If you made the "
-                                f"change, run `agent-cli trust {got.key}`.{shown}")
+            out.held.append(HeldOut(path, name, "changed", (
+                f"{path}: skill {name} changed since you trusted it (or is new under this "
+                f"name), so it is not offered. If you made the change, run "
+                f"`agent-cli trust {got.key}`."),
+                "" if got.linked else check.diff))  # a link's target: not logged
             return
-    out.skills[name] = Skill(name, description, body, path, path.parent, fields)
+        first_use = check.first_use
+    description = " ".join(str(fields["description"]).split())
+    out.skills[name] = Skill(name, description, body, path, path.parent, fields, first_use)
 
 
 def system_section(skills: SkillSet) -> str:

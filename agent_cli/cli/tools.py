@@ -72,25 +72,16 @@ def tools(
 
 
 def _print_skills(console: Any, folders: list[str]) -> None:
-    """The skills of config `skills_dirs` with their state: offered (pinned), or held out and
-    why (changed since trusted, refused by the gate, against the spec)."""
+    """The skills of config `skills_dirs` with their state (ui/skills_view.py, also `/skills`):
+    loading them here pins a new one, as a session would."""
     if not folders:
         return
-    from pathlib import Path
-
-    from rich.text import Text
-
     from agent_cli.skills import load_skills
     from agent_cli.tools.trust import PluginPins
-    from agent_cli.ui.safe_rich import safe
+    from agent_cli.ui.skills_view import skills_listing
 
-    found = load_skills([Path(d).expanduser() for d in folders], PluginPins())
-    for skill in found.skills.values():
-        console.print(Text("skill ", style="dim") + safe(skill.name, "bold")
-                      + Text("  pinned", style="green") + Text("  source: ", style="dim")
-                      + safe(str(skill.path), "dim"))
-    for problem in found.problems:
-        console.print(Text("skill held out: ", style="yellow") + safe(problem))
+    console.print(skills_listing(load_skills([Path(d).expanduser() for d in folders],
+                                             PluginPins())))
 
 
 def _schema_type(prop: dict[str, Any]) -> str:

@@ -247,6 +247,14 @@ def cmd_redo(session: Session, arg: str) -> RenderableType | None:
     return repl_undo(session, arg, redo=True)
 
 
+def cmd_skills(session: Session, arg: str) -> RenderableType:
+    """The skills of config skills_dirs: offered (pinned) or held out and why, as loaded when the
+    session started."""
+    from agent_cli.ui.skills_view import skills_listing
+
+    return skills_listing(session.skills, session.registry.get("load_skill") is not None)
+
+
 def cmd_exit(session: Session, arg: str) -> object:
     """Leave (same as Ctrl-D)."""
     return EXIT
@@ -264,6 +272,7 @@ COMMANDS: dict[str, Command] = {
     "/mode": cmd_mode,
     "/compact": cmd_compact,
     "/mcp": cmd_mcp,
+    "/skills": cmd_skills,
     "/undo": cmd_undo,
     "/redo": cmd_redo,
     "/exit": cmd_exit,

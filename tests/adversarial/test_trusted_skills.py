@@ -117,23 +117,92 @@ def test_a_name_that_is_not_its_folder_is_refused(tmp_path: Path) -> None:
     assert out.skills == {} and "must be the name of its folder" in out.problems[0]
 
 
-def test_agent_cli_tools_lists_skills_with_their_state(tmp_path: Path) -> None:
-    import json
-    import subprocess
-    import sys
+def test_metadata_the_spec_does_not_allow_is_refused_with_a_sentence(tmp_path: Path) -> None:
+    """`version: 1.0` unquoted is a number to YAML (and 1.10 would be 1.1): the spec's metadata
+    is a map of text, so the skill is refused with a sentence that says to quote it, rather
+    than kept as a text the author never wrote."""
+    folder = tmp_path / "skills" / "pdf-forms"
+    folder.mkdir(parents=True)
+    (folder / "SKILL.md").write_text(SKILL.replace('version: "1.0"', "version: 1.0"))
+    out = load_skills([tmp_path / "skills"], PluginPins())
+    assert out.skills == {}
+    assert "`metadata` entry 'version' is a number (1.0)" in out.problems[0]
+    assert "put the value in quotes; not loaded." in out.problems[0]
 
-    from tests.conftest import REPO
+
+BILLION_LAUGHS = "a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
+    f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join([f'*{chr(97 + i)}'] * 9)}]\n" for i in range(8))
+
+
+@pytest.mark.parametrize(("front", "said"), [
+    ("name: pdf-forms\ndescription: !!python/object/apply:os.system ['touch {marker}']",
+     "could not determine a constructor for the tag 'tag:yaml.org,2002:python/object/apply"),
+    ("name: !!python/name:os.system\ndescription: d",
+     "could not determine a constructor for the tag 'tag:yaml.org,2002:python/name:os.system'"),
+    ("name: pdf-forms\ndescription: d\n" + BILLION_LAUGHS,
+     "an alias (`*name`) is not read here: write the value out (line 5, column 8)"),
+    ("name: pdf-forms\ndescription: d\nx: " + "[" * 10_000 + "]" * 10_000,
+     "its front matter is nested too deeply to read"),
+    ("name: pdf-forms\ndescription: d\nx: " + "9" * 5_000,
+     "has a value that cannot be read (a number too long to convert); write it in quotes"),
+    ("name: pdf-forms\ndescription: d\nx: " + "y" * 40_000,
+     "its front matter is 40,035 characters, more than the 32,768 read"),
+])
+def test_front_matter_built_to_attack_the_parser_is_refused(
+        tmp_path: Path, front: str, said: str) -> None:
+    """Plain data only (no object built, nothing run), no alias to grow a document, no nesting
+    or size that costs the start-up: each is a sentence, and the other skills still load."""
+    marker = tmp_path / "RAN"
+    folder = tmp_path / "skills" / "pdf-forms"
+    folder.mkdir(parents=True)
+    (folder / "SKILL.md").write_text(f"---\n{front.format(marker=marker)}\n---\nbody\n")
+    (tmp_path / "skills" / "other").mkdir()
+    (tmp_path / "skills" / "other" / "SKILL.md").write_text(
+        SKILL.replace("pdf-forms", "other"))
+    out = load_skills([tmp_path / "skills"], PluginPins())
+    assert list(out.skills) == ["other"] and not marker.exists()
+    [held] = out.held
+    assert held.state == "refused" and said in held.reason, held.reason
+    assert "Traceback" not in held.reason
+
+
+def test_agent_cli_tools_lists_skills_with_their_state(tmp_path: Path) -> None:
+    """The same listing as /skills (ui/skills_view.py): offered or held out, and why; a
+    hostile description is escaped, not obeyed by the terminal."""
+    import json
+    import re
+
+    from .conftest import cli
 
     skills = tmp_path / "skills"
     (skills / "pdf-forms").mkdir(parents=True)
     (skills / "pdf-forms" / "SKILL.md").write_text(SKILL)
     (skills / "bad--name").mkdir()
     (skills / "bad--name" / "SKILL.md").write_text(SKILL.replace("pdf-forms", "bad--name"))
+    (skills / "loud").mkdir()
+    (skills / "loud" / "SKILL.md").write_text(
+        SKILL.replace("pdf-forms", "loud").replace("Fill in PDF forms.", '"\\e[2J[red]x"'))
     cfg = tmp_path / "cfg.toml"
     cfg.write_text(f"skills_dirs = [{json.dumps(str(skills))}]\n")
-    proc = subprocess.run([sys.executable, "-m", "agent_cli", "tools", "--config", str(cfg)],
-                          cwd=REPO, env=dict(os.environ, COLUMNS="200"), capture_output=True,
-                          text=True, timeout=120, stdin=subprocess.DEVNULL)
-    out = " ".join(proc.stdout.split())
-    assert "skill pdf-forms pinned" in out
-    assert "skill held out:" in out and "bad--name" in out
+
+    def tools() -> tuple[str, str]:
+        code, raw = cli(["tools", "--config", str(cfg)])
+        assert code == 0 and "Traceback" not in raw
+        return raw, "".join(re.sub(r"\x1b\[[0-9;]*m", "", raw).split())  # wrapped, unstyled
+
+    def said(text: str) -> str:
+        return "".join(text.split())
+
+    raw, out = tools()
+    assert said("Skills: 2 offered, 1 held out") in out
+    assert said(f"pdf-forms pinned now (first use) {skills / 'pdf-forms' / 'SKILL.md'}") in out
+    assert said("bad--name refused") in out and said("must be 1-64 lowercase letters") in out
+    assert "\x1b[2J" not in raw and said("\\x1b[2J[red]x") in out
+    (skills / "pdf-forms" / "SKILL.md").write_text(SKILL.replace("first", "never"))
+    _, out = tools()
+    assert said("Skills: 1 offered, 2 held out") in out and said("pdf-forms changed") in out
+    assert said(f"run `agent-cli trust {skills / 'pdf-forms' / 'SKILL.md'}`") in out
+    assert said("-Read references/forms.md first.") in out
+    assert said("+Read references/forms.md never.") in out
+    _, out = tools()  # listing does not trust the change
+    assert said("pdf-forms changed") in out
