@@ -214,6 +214,7 @@ def _open(common: Common, term: Terminal, signals: TerminationSignals, plain: bo
     # the session is built behind the first prompt, the outbox is owned by the thread that
     # builds it: `TerminalTurns.attach` hands it to the main thread.
     turns = TerminalTurns(view, term.approver(console), keys=term.keys(), signals=signals)
+    view.typing = turns.typing  # what is typed during a turn shows under its spinner
     state = TurnState()
     session = open_session(common, sinks=[state, turns.outbox], history=history,
                            continues=continues)

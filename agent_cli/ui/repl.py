@@ -333,6 +333,23 @@ def make_prompt(history_file: Path, redactor: Any = None,
     return read
 
 
+def grouped(lines: list[str]) -> list[str]:
+    """Lines typed ahead as what the REPL takes next: consecutive plain lines are one message
+    (their lines joined), a /command is its own."""
+    out: list[str] = []
+    joining = False
+    for line in lines:
+        if is_command(line):
+            out.append(line)
+            joining = False
+        elif joining:
+            out[-1] += "\n" + line
+        else:
+            out.append(line)
+            joining = True
+    return out
+
+
 def banner(session: Session) -> Text:
     return Text.assemble(("agent-cli", "bold"), " · ",
                          safe(f"{session.provider.name}:{session.provider.model}"),
@@ -348,7 +365,12 @@ def run_repl(session: Session, console: Console, read: Callable[..., str], *,
     `turns` runs each turn (ui/turns.py: Esc, Ctrl-C and signals cancel it there; without it,
     in-process tests, `Session.send`); `state` is the session's TurnState sink (found among its
     sinks when not given); `view` (spinner, live answer) is stopped whenever the turn leaves.
-    `history` (the prompt's) says once when it cannot be written (`take_fault`)."""
+    `history` (the prompt's) says once when it cannot be written (`take_fault`).
+
+    What was typed during a turn (`turns.take_typed`) is not lost: lines finished with Enter are
+    sent next, as one message (a /command among them runs as typed), and the unfinished text is
+    the next prompt's text. After a turn that stopped short (an interrupt, an error) nothing is
+    sent unasked: all of it goes back into the input line."""
     from agent_cli.write_faults import LogUnwritable
 
     state = state or _turn_state(session) or TurnState()
@@ -356,20 +378,25 @@ def run_repl(session: Session, console: Console, read: Callable[..., str], *,
 
     console.print(banner(session))
     put_back: str | None = None
+    queued: list[str] = []
     while True:
-        try:
-            line = read(default=put_back) if put_back else read()
-        except KeyboardInterrupt:
-            continue
-        except EOFError:
-            break
-        finally:
-            put_back = None
-            getattr(history, "flush", lambda: None)()  # (a line equal to the last one is
-            # not stored again by prompt-toolkit: what it kept in memory is written here)
-            note = getattr(history, "take_fault", lambda: None)()
-            if note:
-                console.print(safe(note, "yellow"))
+        if queued:
+            line = queued.pop(0)
+            console.print(Text.assemble((PROMPT, "bold"), safe(line)))  # sent as if typed
+        else:
+            try:
+                line = read(default=put_back) if put_back else read()
+            except KeyboardInterrupt:
+                continue
+            except EOFError:
+                break
+            finally:
+                put_back = None
+                getattr(history, "flush", lambda: None)()  # (a line equal to the last one is
+                # not stored again by prompt-toolkit: what it kept in memory is written here)
+                note = getattr(history, "take_fault", lambda: None)()
+                if note:
+                    console.print(safe(note, "yellow"))
         if not line.strip():
             continue
         if is_command(line):
@@ -405,7 +432,9 @@ def run_repl(session: Session, console: Console, read: Callable[..., str], *,
         finally:
             if view is not None:
                 view.stop()
-        if reason in ("error", "interrupted") and session.retract_unanswered(line):
+        if reason == "interrupted":
+            state.unsent = line  # kept, marked interrupted (the engine's); /retry asks again
+        elif reason == "error" and session.retract_unanswered(line):
             state.unsent = line
             hint = ("The API refused the request because of the conversation's content: "
                     "/retry sends your message again, /clear starts afresh (the log keeps "
@@ -417,4 +446,15 @@ def run_repl(session: Session, console: Console, read: Callable[..., str], *,
             console.print(safe(session.usage.turn_line(), "dim"))
         if result is not None and result.reason == "budget":
             break  # the session's budget is spent: the session ends (the notice said why)
+        typed, unfinished = turns.take_typed() if turns is not None else ([], "")
+        if reason in ("interrupted", "error", "log_unwritable"):
+            back = [t for t in [put_back, *queued, *typed, unfinished] if t]
+            queued = []
+            if back and back != [put_back]:
+                console.print(Text("What you typed during the turn is back in the input line.",
+                                   style="yellow"))
+            put_back = "\n".join(back) or None
+        else:
+            queued += grouped(typed)
+            put_back = "".join(t for t in [put_back, unfinished] if t) or None
     console.print(Text.assemble(("Session log: ", "dim"), safe(str(session.log_path), "dim")))

@@ -411,11 +411,12 @@ def interrupt_a_streaming_reply(workspace: Path, interrupt: Callable[[pexpect.sp
 
 
 def test_ctrl_c_during_a_streaming_reply_returns_to_the_prompt(workspace: Path) -> None:
-    """Ctrl-C cancels the reply, and the next request is still a valid conversation."""
+    """Ctrl-C cancels the reply, and the next request is still a valid conversation: the
+    question stays, the cut reply's text is the assistant's, marked interrupted."""
     requests = interrupt_a_streaming_reply(workspace, lambda child: child.sendintr())
     assert len(requests) == 2
     second = requests[1].body["messages"]
-    assert [m["role"] for m in second] == ["user"]  # the cut reply is not in the history
+    assert [m["role"] for m in second] == ["user", "assistant", "user"]
     events = session_events()
     assert [e["during"] for e in of_type(events, "interrupt")] == ["model"]
     assert [e["reason"] for e in of_type(events, "turn_end")] == ["interrupted", "end_turn"]
