@@ -146,6 +146,7 @@ def _reader(session: Session, term: Terminal, signals: TerminationSignals, ps: A
 
     prompt_read: Callable[..., str]
     history: Any = None
+    editor: Any = ps
     if ps is not None:
         history = ps.history
 
@@ -163,6 +164,7 @@ def _reader(session: Session, term: Terminal, signals: TerminationSignals, ps: A
         prompt_read = make_prompt(home() / "history", session.log.redactor,
                                   lambda: prompt_text(session))
         history = getattr(prompt_read, "history", None)
+        editor = getattr(prompt_read, "editor", None)
     else:
         def prompt_read(default: str = "") -> str:
             line = sys.stdin.readline()
@@ -180,6 +182,7 @@ def _reader(session: Session, term: Terminal, signals: TerminationSignals, ps: A
             raise EOFError from None
 
     read.history = history  # type: ignore[attr-defined]
+    read.editor = editor  # type: ignore[attr-defined]  # (run_repl adds completion to it)
     return read
 
 

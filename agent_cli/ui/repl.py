@@ -20,7 +20,7 @@ from agent_cli import events as ev
 from agent_cli.errors import AgentError
 from agent_cli.safe_text import one_line
 from agent_cli.tools.scope import ScopedRegistry
-from agent_cli.ui.line_editor import PROMPT, prompt_session
+from agent_cli.ui.line_editor import PROMPT, EmptyLineInterrupt, prompt_session
 from agent_cli.ui.safe_rich import safe, safe_line
 from agent_cli.ui.turns import Retry
 
@@ -321,8 +321,8 @@ def make_prompt(history_file: Path, redactor: Any = None,
                 prompt: Callable[[], str] | None = None) -> Callable[..., str]:
     """The real line editor: persistent history, Enter sends, Alt-Enter / Esc Enter / Ctrl-J add
     a newline; `read(default=TEXT)` starts with TEXT in the input line. Its history is the
-    reader's `history` attribute. prompt-toolkit is imported here so `agent-cli --help` never
-    pays for it."""
+    reader's `history` attribute, its PromptSession the `editor` one (run_repl adds completion).
+    prompt-toolkit is imported here so `agent-cli --help` never pays for it."""
     ps = prompt_session(open_history(history_file, redactor))
 
     def read(default: str = "") -> str:
@@ -330,7 +330,19 @@ def make_prompt(history_file: Path, redactor: Any = None,
         return line
 
     read.history = ps.history  # type: ignore[attr-defined]
+    read.editor = ps  # type: ignore[attr-defined]
     return read
+
+
+def complete_at(editor: Any, session: Session) -> None:
+    """Completion as you type at the prompt `editor` (a PromptSession; None: no line editor):
+    /commands from COMMANDS, @paths from the session's workspace (ui/completion.py)."""
+    if editor is None:
+        return
+    from agent_cli.ui.completion import ReplCompleter
+
+    editor.completer = ReplCompleter(command_lines, session.workspace)
+    editor.complete_in_thread = True  # (a large folder never holds up the keys)
 
 
 def grouped(lines: list[str]) -> list[str]:
@@ -376,9 +388,12 @@ def run_repl(session: Session, console: Console, read: Callable[..., str], *,
     state = state or _turn_state(session) or TurnState()
     send = turns.run if turns is not None else session.send
 
+    complete_at(getattr(read, "editor", None), session)
     console.print(banner(session))
     put_back: str | None = None
     queued: list[str] = []
+    leaving = False
+    """Ctrl-C was pressed on an empty prompt: a second one in a row leaves."""
     while True:
         if queued:
             line = queued.pop(0)
@@ -386,7 +401,14 @@ def run_repl(session: Session, console: Console, read: Callable[..., str], *,
         else:
             try:
                 line = read(default=put_back) if put_back else read()
+            except EmptyLineInterrupt:
+                if leaving:
+                    break
+                leaving = True
+                console.print(Text("Press Ctrl-C again to exit", style="dim"))
+                continue
             except KeyboardInterrupt:
+                leaving = False
                 continue
             except EOFError:
                 break
@@ -397,6 +419,7 @@ def run_repl(session: Session, console: Console, read: Callable[..., str], *,
                 note = getattr(history, "take_fault", lambda: None)()
                 if note:
                     console.print(safe(note, "yellow"))
+        leaving = False
         if not line.strip():
             continue
         if is_command(line):

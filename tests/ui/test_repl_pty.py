@@ -435,6 +435,30 @@ def test_ctrl_c_at_the_prompt_clears_the_line(spawn: Any, workspace: Path) -> No
     assert [e["text"] for e in of_type(session_events(), "user_message")] == ["hello"]
 
 
+def test_ctrl_c_twice_on_an_empty_prompt_leaves(spawn: Any, workspace: Path) -> None:
+    chat = spawn([text("REPLY")], workspace)
+    chat.prompt()
+    chat.say("hello")  # (a turn first: the session is ready, this is the REPL's own prompt)
+    chat.expect(b"REPLY")
+    chat.prompt()
+    chat.child.send(b"\x03")
+    chat.expect(b"Press Ctrl-C again to exit")
+    chat.prompt()
+    chat.child.send(b"typed\x03")  # on text it clears the line, and counts as something else
+    chat.prompt()
+    chat.child.send(b"\x03")
+    chat.expect(b"Press Ctrl-C again to exit")
+    chat.prompt()
+    chat.child.send(b"\x03")
+    out = chat.expect(pexpect.EOF)
+    chat.child.close()
+    assert chat.child.exitstatus == 0
+    assert b"Session log:" in out
+    events = session_events()
+    assert [e["text"] for e in of_type(events, "user_message")] == ["hello"]
+    assert of_type(events, "session_end")
+
+
 def test_alt_enter_and_ctrl_j_insert_newlines(spawn: Any, workspace: Path) -> None:
     chat = spawn([text("REPLY")], workspace)
     chat.prompt()
