@@ -1,9 +1,12 @@
 """The prompt-toolkit REPL. Slash commands are plain functions that return what to print, so they
 are tested without a terminal; a few pty tests prove the real wiring (tests/ui/test_repl_pty.py).
 
-Keys: Enter sends; Alt-Enter, Esc Enter and Ctrl-J insert a newline; Ctrl-C at the prompt clears
-the line; Ctrl-C or Esc during a turn cancels the turn (ui/turns.py; the engine answers every
-pending call and records the interrupt); Ctrl-D leaves.
+Keys (KEYS below, shown by /help; README lists them): Enter sends; Alt-Enter, Esc Enter and Ctrl-J
+insert a newline; Ctrl-C at the prompt clears the line, twice on an empty one leaves; Ctrl-G and
+Ctrl-X Ctrl-E open $EDITOR; Tab completes (ui/completion.py); Ctrl-C or Esc during a turn cancels
+the turn (ui/turns.py; the engine answers every pending call, keeps the cut answer marked
+interrupted and records the interrupt); what is typed meanwhile is queued (run_repl); Ctrl-D
+leaves.
 """
 
 from __future__ import annotations
@@ -34,10 +37,16 @@ if TYPE_CHECKING:
 KEYS = """\
 Type a message and press Enter to send it.
   New line inside a message: Alt-Enter (or Esc then Enter), or Ctrl-J.
+  Ctrl-G or Ctrl-X Ctrl-E: write the message in $VISUAL / $EDITOR (saved text comes back here).
+  Tab (and as you type): complete /commands and @path (files in the workspace).
   Esc or Ctrl-C while the model replies or a tool runs: cancel that turn (every pending call
-  is answered "interrupted") and come back here. Ctrl-C at the prompt clears the line.
-  A message that got no answer (an error, an interrupt) is not kept: /retry sends it again.
-  Ctrl-D or /exit: leave. Up and Down walk through earlier messages (kept across sessions).
+  is answered "interrupted") and come back here; your message and the answer so far stay in
+  the conversation, marked interrupted. Ctrl-C at the prompt clears the line; on an empty line
+  twice in a row, it leaves. Ctrl-D or /exit: leave.
+  Typed while a turn runs: lines ended with Enter are queued and sent when it ends; the rest
+  waits in the next prompt. A question (y/N) drops all of it: type-ahead is never an answer.
+  A message that got no answer because of an error is not kept: /retry sends it again.
+  Up and Down walk through earlier messages (kept across sessions).
 Calls that only read run at once. Calls with effects show a panel: type y (or yes) to run
 that one call; Enter, anything else, Ctrl-C or Ctrl-D deny it. Add a reason after n
 (`n use ./tmp`), or type it at the `Reason (optional):` prompt, and the model sees it."""
@@ -397,7 +406,7 @@ def run_repl(session: Session, console: Console, read: Callable[..., str], *,
     while True:
         if queued:
             line = queued.pop(0)
-            console.print(Text.assemble((PROMPT, "bold"), safe(line)))  # sent as if typed
+            console.print(safe(PROMPT, "bold") + safe(line))  # sent as if typed
         else:
             try:
                 line = read(default=put_back) if put_back else read()

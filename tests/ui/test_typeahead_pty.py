@@ -6,6 +6,8 @@ request log shows what the model was sent."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +29,19 @@ pytestmark = pytest.mark.pty
 TIMEOUT = 60
 
 
+@contextmanager
+def chat_on_fake(replies: list[Any], workspace: Path) -> Iterator[tuple[Chat, FakeAnthropic]]:
+    """`agent-cli chat` in a pty on the loopback fake serving `replies` (its requests stay
+    readable after the block)."""
+    with FakeAnthropic(replies) as fake:
+        child = spawn_on_fake(fake.base_url, workspace, TIMEOUT)
+        try:
+            yield Chat(child), fake
+        finally:
+            if child.isalive():
+                child.terminate(force=True)
+
+
 def user_texts(request: Any) -> list[str]:
     """The text blocks of the user messages a request carried, in order."""
     texts: list[str] = []
@@ -45,26 +60,21 @@ def slow(words: int = 400) -> Reply:
 
 
 def test_a_line_typed_while_the_model_streams_is_the_next_message(workspace: Path) -> None:
-    with FakeAnthropic([slow(), text_reply("QUEUED-ANSWER")]) as fake:
-        child = spawn_on_fake(fake.base_url, workspace, TIMEOUT)
-        try:
-            chat = Chat(child)
-            chat.prompt()
-            chat.say("first")
-            chat.expect(b"word word word")
-            child.send(b"and th")  # typed as a person does, one burst at a time
-            child.send(b"en \xc3\xa9t\x7f\x7fthis\r")  # Backspace edits the line
-            child.send(b"half")  # unfinished: the next prompt's text
-            shown = chat.expect(b"queued: and then this")
-            chat.expect(b"QUEUED-ANSWER")
-            chat.expect(rb"half")  # the next prompt, with the unfinished text in it
-            child.send(b"\x15")  # Ctrl-U empties it
-            child.send(b"\x04")
-            child.expect(pexpect.EOF)
-        finally:
-            if child.isalive():
-                child.terminate(force=True)
-        requests = list(fake.requests)
+    with chat_on_fake([slow(), text_reply("QUEUED-ANSWER")], workspace) as (chat, fake):
+        child = chat.child
+        chat.prompt()
+        chat.say("first")
+        chat.expect(b"word word word")
+        child.send(b"and th")  # typed as a person does, one burst at a time
+        child.send(b"en \xc3\xa9t\x7f\x7fthis\r")  # Backspace edits the line
+        child.send(b"half")  # unfinished: the next prompt's text
+        shown = chat.expect(b"queued: and then this")
+        chat.expect(b"QUEUED-ANSWER")
+        chat.expect(rb"half")  # the next prompt, with the unfinished text in it
+        child.send(b"\x15")  # Ctrl-U empties it
+        child.send(b"\x04")
+        child.expect(pexpect.EOF)
+    requests = list(fake.requests)
     assert b"Traceback" not in shown
     assert len(requests) == 2
     assert user_texts(requests[1])[-1] == "and then this"
@@ -79,26 +89,21 @@ def test_lines_typed_ahead_are_dropped_at_a_question(workspace: Path) -> None:
     call = Reply(content=[{"type": "text", "text": "word " * 200},
                           {"type": "tool_use", "id": "toolu_w", "name": "write_file",
                            "input": args}], stop_reason="tool_use", event_delay_s=0.02)
-    with FakeAnthropic([call, text_reply("DENIED-OK")]) as fake:
-        child = spawn_on_fake(fake.base_url, workspace, TIMEOUT)
-        try:
-            chat = Chat(child)
-            chat.prompt()
-            chat.say("write")
-            chat.expect(b"word word word")
-            child.send(b"y\r")
-            chat.expect(b"queued: y")
-            shown = chat.expect(ASK)
-            child.send(b"n\r")
-            chat.expect(b"Reason \\(optional\\):")
-            child.send(b"\r")
-            chat.expect(b"DENIED-OK")
-            chat.prompt()
-            assert chat.quit() == 0
-        finally:
-            if child.isalive():
-                child.terminate(force=True)
-        requests = list(fake.requests)
+    with chat_on_fake([call, text_reply("DENIED-OK")], workspace) as (chat, fake):
+        child = chat.child
+        chat.prompt()
+        chat.say("write")
+        chat.expect(b"word word word")
+        child.send(b"y\r")
+        chat.expect(b"queued: y")
+        shown = chat.expect(ASK)
+        child.send(b"n\r")
+        chat.expect(b"Reason \\(optional\\):")
+        child.send(b"\r")
+        chat.expect(b"DENIED-OK")
+        chat.prompt()
+        assert chat.quit() == 0
+    requests = list(fake.requests)
     assert b"Dropped what was typed ahead" in shown
     assert not (workspace / "out.txt").exists()
     assert len(requests) == 2  # nothing queued was sent after the turn
@@ -106,27 +111,22 @@ def test_lines_typed_ahead_are_dropped_at_a_question(workspace: Path) -> None:
 
 
 def test_after_an_interrupt_what_was_typed_is_back_in_the_input_line(workspace: Path) -> None:
-    with FakeAnthropic([slow(3000), text_reply("NEXT")]) as fake:
-        child = spawn_on_fake(fake.base_url, workspace, TIMEOUT)
-        try:
-            chat = Chat(child)
-            chat.prompt()
-            chat.say("go")
-            chat.expect(b"word word word")
-            child.send(b"no, focus on X\r")
-            chat.expect(b"queued: no, focus on X")
-            child.send(b"\x1b")  # Esc: the turn stops; nothing is sent unasked
-            chat.expect(b"back in the input line")
-            chat.expect(PROMPT)
-            chat.expect(b"no, focus on X")
-            child.send(b"\r")  # the person sends it
-            chat.expect(b"NEXT")
-            chat.prompt()
-            assert chat.quit() == 0
-        finally:
-            if child.isalive():
-                child.terminate(force=True)
-        requests = list(fake.requests)
+    with chat_on_fake([slow(3000), text_reply("NEXT")], workspace) as (chat, fake):
+        child = chat.child
+        chat.prompt()
+        chat.say("go")
+        chat.expect(b"word word word")
+        child.send(b"no, focus on X\r")
+        chat.expect(b"queued: no, focus on X")
+        child.send(b"\x1b")  # Esc: the turn stops; nothing is sent unasked
+        chat.expect(b"back in the input line")
+        chat.expect(PROMPT)
+        chat.expect(b"no, focus on X")
+        child.send(b"\r")  # the person sends it
+        chat.expect(b"NEXT")
+        chat.prompt()
+        assert chat.quit() == 0
+    requests = list(fake.requests)
     assert len(requests) == 2
     assert user_texts(requests[1])[-1] == "no, focus on X"
 
@@ -139,24 +139,19 @@ def test_an_interrupted_answer_stays_marked_and_the_correction_has_its_context(
                          {"type": "tool_use", "id": "toolu_never", "name": "write_file",
                           "input": {"path": "x", "content": "y"}}],
                 stop_reason="tool_use", event_delay_s=0.02)
-    with FakeAnthropic([cut, text_reply("FOCUSED")]) as fake:
-        child = spawn_on_fake(fake.base_url, workspace, TIMEOUT)
-        try:
-            chat = Chat(child)
-            chat.prompt()
-            chat.say("explain the code")
-            chat.expect(b"word word word")
-            child.send(b"\x1b")
-            chat.expect(b"Interrupted")
-            chat.prompt()
-            chat.say("no, focus on X")
-            chat.expect(b"FOCUSED")
-            chat.prompt()
-            assert chat.quit() == 0
-        finally:
-            if child.isalive():
-                child.terminate(force=True)
-        requests = list(fake.requests)
+    with chat_on_fake([cut, text_reply("FOCUSED")], workspace) as (chat, fake):
+        child = chat.child
+        chat.prompt()
+        chat.say("explain the code")
+        chat.expect(b"word word word")
+        child.send(b"\x1b")
+        chat.expect(b"Interrupted")
+        chat.prompt()
+        chat.say("no, focus on X")
+        chat.expect(b"FOCUSED")
+        chat.prompt()
+        assert chat.quit() == 0
+    requests = list(fake.requests)
     assert len(requests) == 2
     messages = requests[1].body["messages"]
     assert [m["role"] for m in messages] == ["user", "assistant", "user"]
