@@ -192,6 +192,15 @@ def keep_interrupted(history: History, so_far: str) -> bool:
     return True
 
 
+def ends_interrupted(history: History) -> bool:
+    """The last message is a reply the user cut (`keep_interrupted`)."""
+    if not history or history[-1].get("role") != "assistant":
+        return False
+    content = history[-1].get("content")
+    last = content[-1] if isinstance(content, list) and content else None
+    return isinstance(last, dict) and str(last.get("text", "")).endswith(INTERRUPTED_MARK)
+
+
 def retract_unanswered(history: History, text: str) -> bool:
     """Take back a message the model never answered (the request failed or was interrupted), so it
     is not silently merged into the next one. True when it was taken back."""

@@ -20,6 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from agent_cli import events as ev
+from agent_cli.conversation import ends_interrupted
 from agent_cli.errors import AgentError
 from agent_cli.safe_text import one_line
 from agent_cli.tools.scope import ScopedRegistry
@@ -465,7 +466,10 @@ def run_repl(session: Session, console: Console, read: Callable[..., str], *,
             if view is not None:
                 view.stop()
         if reason == "interrupted":
-            state.unsent = line  # kept, marked interrupted (the engine's); /retry asks again
+            state.unsent = line  # /retry asks again
+            if ends_interrupted(session.history):  # (the engine kept the cut answer)
+                console.print(Text("Your message and the answer so far stay in the "
+                                   "conversation, marked interrupted.", style="dim"))
         elif reason == "error" and session.retract_unanswered(line):
             state.unsent = line
             hint = ("The API refused the request because of the conversation's content: "

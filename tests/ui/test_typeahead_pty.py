@@ -146,6 +146,7 @@ def test_an_interrupted_answer_stays_marked_and_the_correction_has_its_context(
         chat.expect(b"word word word")
         child.send(b"\x1b")
         chat.expect(b"Interrupted")
+        chat.expect(b"the answer so far stay in the conversation, marked interrupted")
         chat.prompt()
         chat.say("no, focus on X")
         chat.expect(b"FOCUSED")
