@@ -271,10 +271,11 @@ class TerminalView:
                     self.console.print(Text(f"    /show {len(self.results.results):d} prints "
                                             "it whole", style="dim"))
                 self.wait("Waiting for the model")
-            case ev.Notice() if event.kind == "queued":
-                # a line typed ahead: printed above the live region, which stays
-                self.console.print(safe(event.message, "dim"))
             case ev.Notice():
+                if event.kind == "queued":
+                    # a line typed ahead: printed above the live region, which stays
+                    self.console.print(safe(event.message, "dim"))
+                    return
                 self.stop()
                 self.renderer(event)
                 if event.kind == "retry":

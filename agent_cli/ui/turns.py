@@ -116,7 +116,8 @@ class TerminalTurns:
         for item in self.outbox.take():
             try:
                 if isinstance(item, Errand):
-                    item.run()  # a question undo asks (Outbox.on_owner)
+                    with self._asking():
+                        item.run()  # a question undo asks (Outbox.on_owner)
                 elif isinstance(item, ev.ApprovalNeeded):
                     self._question(session, item)
                 else:
@@ -125,15 +126,21 @@ class TerminalTurns:
                 self._cancel(session)
 
     def _question(self, session: Session, item: ev.ApprovalNeeded) -> None:
-        """The panel for one call, with the keyboard handed back from the Esc watcher; what
-        was typed ahead is dropped first (the watcher stopped, so nothing joins it meanwhile)."""
-        with self.keys.paused() if self.keys is not None else contextlib.nullcontext():
-            self._drop_typed()
+        """The panel for one call (`_asking`: the keyboard handed back, type-ahead dropped)."""
+        with self._asking():
             self.outbox.deliver(item)
             decision = self.ask.decide(item.call)
         if self.signals is not None and self.signals.received is not None:
             self._cancel(session)  # the panel took the signal as "no answer"
         session.answer(item.call.id, decision)
+
+    @contextlib.contextmanager
+    def _asking(self) -> Iterator[None]:
+        """Around every question of a turn: the keyboard handed back from the Esc watcher,
+        and what was typed ahead dropped first (the watcher stopped: nothing joins it)."""
+        with self.keys.paused() if self.keys is not None else contextlib.nullcontext():
+            self._drop_typed()
+            yield
 
     def _drop_typed(self) -> None:
         lines, text = self.take_typed()
