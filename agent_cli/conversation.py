@@ -174,6 +174,33 @@ def is_tool_answer(message: dict[str, Any]) -> bool:
         isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
 
 
+INTERRUPTED_MARK = "[interrupted by the user]"
+"""Ends the assistant message that stands for a reply the user interrupted."""
+
+
+def keep_interrupted(history: History, so_far: str) -> bool:
+    """After the user interrupted the model's reply: the conversation keeps their message, and
+    the reply's text so far as the assistant's, marked interrupted, so the next message ("no,
+    focus on X") comes with its context and the roles still alternate. Only text is kept: the
+    calls of an unfinished reply are never run, so never sent as tool_use. True when kept (the
+    last message is the user's: their words, or the results the model was answering)."""
+    if not history or history[-1].get("role") != "user":
+        return False
+    text = so_far.rstrip()
+    marked = f"{text}\n\n{INTERRUPTED_MARK}" if text else INTERRUPTED_MARK
+    history.append({"role": "assistant", "content": [text_block(marked)]})
+    return True
+
+
+def ends_interrupted(history: History) -> bool:
+    """The last message is a reply the user cut (`keep_interrupted`)."""
+    if not history or history[-1].get("role") != "assistant":
+        return False
+    content = history[-1].get("content")
+    last = content[-1] if isinstance(content, list) and content else None
+    return isinstance(last, dict) and str(last.get("text", "")).endswith(INTERRUPTED_MARK)
+
+
 def retract_unanswered(history: History, text: str) -> bool:
     """Take back a message the model never answered (the request failed or was interrupted), so it
     is not silently merged into the next one. True when it was taken back."""

@@ -202,6 +202,10 @@ class Interrupt(EventBase):
     type: Literal["interrupt"] = "interrupt"
     during: str
     """What was running: "model", "tool", "approval" (a panel) or "turn" (between steps)."""
+    reply_so_far: str | None = None
+    """When the model's reply was cut: its text streamed so far (maybe ""), kept in the
+    conversation as the assistant's message marked interrupted (conversation.keep_interrupted;
+    resume keeps it so too). None when no reply was cut."""
 
 
 class TurnEnd(EventBase):

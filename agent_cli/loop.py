@@ -32,6 +32,7 @@ from agent_cli.conversation import (
     History,
     add_user_text,
     close_dangling,
+    keep_interrupted,
     tool_uses,
 )
 from agent_cli.errors import ModelFailed, ProviderError, TurnLimitReached, TurnStop, UserInterrupted
@@ -132,7 +133,10 @@ class Loop:
             self._close(history, turn, NOT_RUN_NO_LOG if isinstance(stop, LogUnwritable)
                         else NOT_RUN_INTERRUPTED)
             if isinstance(stop, UserInterrupted):
-                self.emit(ev.Interrupt(during=stop.during))
+                # A cut reply: the question stays, with the answer so far marked interrupted.
+                cut = stop.during in ("model", "turn") and keep_interrupted(history, turn.so_far)
+                self.emit(ev.Interrupt(during=stop.during,
+                                       reply_so_far=turn.so_far if cut else None))
             elif isinstance(stop, ModelFailed):
                 self.emit(ev.ErrorEvent(message=stop.message, kind=stop.kind))
             elif stop.notice is not None:
@@ -154,6 +158,7 @@ class Loop:
             turn.during = "model"
             reply = self._reply_to(history, turn)
             turn.during = "turn"
+            turn.so_far = ""  # the reply came whole: it joins the history as it is
             turn.proposed.clear()  # ids are unique within a reply, not across replies
             _add_usage(turn.usage, reply.usage)
             try:
@@ -280,6 +285,7 @@ class Loop:
             messages, system = hook(messages, system)
         turn.choice_sent = self._choice_now(turn)
         turn.requests += 1
+        turn.so_far = ""
         request = ModelRequest(
             messages=messages,
             tools=self.registry.specs(),
@@ -296,11 +302,15 @@ class Loop:
 
     def _live(self, turn: Turn, event: ev.AnyEvent) -> None:
         """What the provider reports while it streams (text, a retry's notice). Once the turn
-        was cancelled the reply is abandoned: nothing more is shown, and the stream stops here
-        (`Abandoned` leaves the provider's reader, which closes the connection, so the server
-        stops generating a reply nobody will read)."""
+        was cancelled the reply is abandoned: nothing more is shown or kept, and the stream stops
+        here (`Abandoned` leaves the provider's reader, which closes the connection, so the
+        server stops generating a reply nobody will read)."""
         if turn.token.cancelled:
             raise Abandoned(turn.token.reason)
+        if isinstance(event, ev.TextDelta):
+            turn.so_far += event.text
+        elif isinstance(event, ev.Notice) and event.kind == "retry":
+            turn.so_far = ""  # the request starts again: so does its text
         self.emit(event)
 
     def _choice_now(self, turn: Turn) -> str:

@@ -65,6 +65,8 @@ class Turn:
     token: CancelToken = field(default_factory=CancelToken)
     text: str = ""
     """The model's last text of the turn."""
+    so_far: str = ""
+    """The text of the reply streaming now (kept, marked interrupted, if the user cuts it)."""
     usage: dict[str, int] = field(default_factory=dict)
     during: str = "turn"
     """What is running, for the message of a cancel: model, tool, approval or turn."""

@@ -147,6 +147,7 @@ def _reader(session: Session, term: Terminal, signals: TerminationSignals, ps: A
 
     prompt_read: Callable[..., str]
     history: Any = None
+    editor: Any = ps
     if ps is not None:
         history = ps.history
 
@@ -164,6 +165,7 @@ def _reader(session: Session, term: Terminal, signals: TerminationSignals, ps: A
         prompt_read = make_prompt(home() / "history", session.log.redactor,
                                   lambda: prompt_text(session))
         history = getattr(prompt_read, "history", None)
+        editor = getattr(prompt_read, "editor", None)
     else:
         def prompt_read(default: str = "") -> str:
             line = sys.stdin.readline()
@@ -181,6 +183,7 @@ def _reader(session: Session, term: Terminal, signals: TerminationSignals, ps: A
             raise EOFError from None
 
     read.history = history  # type: ignore[attr-defined]
+    read.editor = editor  # type: ignore[attr-defined]  # (run_repl adds completion to it)
     return read
 
 
@@ -215,6 +218,7 @@ def _open(common: Common, term: Terminal, signals: TerminationSignals, plain: bo
     # the session is built behind the first prompt, the outbox is owned by the thread that
     # builds it: `TerminalTurns.attach` hands it to the main thread.
     turns = TerminalTurns(view, term.approver(console), keys=term.keys(), signals=signals)
+    view.typing = turns.typing  # what is typed during a turn shows under its spinner
     state = TurnState()
     session = open_session(common, sinks=[state, turns.outbox], history=history,
                            continues=continues)

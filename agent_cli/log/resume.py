@@ -20,6 +20,7 @@ from agent_cli.conversation import (
     add_user_text,
     close_dangling,
     compacted,
+    keep_interrupted,
     tool_result,
     tool_uses,
 )
@@ -89,6 +90,9 @@ def rebuild(path: Path, _chain: frozenset[Path] = frozenset()) -> Rebuilt:
             pending = bool(tool_uses(item.content))
         elif isinstance(item, ev.ToolResultEvent) and pending:
             results[item.id] = tool_result(item.id, item.content, item.is_error)
+        elif isinstance(item, ev.Interrupt) and item.reply_so_far is not None:
+            flush()  # the live session kept the cut reply so: resume sends the same
+            keep_interrupted(out.history, item.reply_so_far)
         elif isinstance(item, ev.Notice) and item.kind == "clear":
             flush()
             out.history = []

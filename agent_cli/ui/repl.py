@@ -1,9 +1,12 @@
 """The prompt-toolkit REPL. Slash commands are plain functions that return what to print, so they
 are tested without a terminal; a few pty tests prove the real wiring (tests/ui/test_repl_pty.py).
 
-Keys: Enter sends; Alt-Enter, Esc Enter and Ctrl-J insert a newline; Ctrl-C at the prompt clears
-the line; Ctrl-C or Esc during a turn cancels the turn (ui/turns.py; the engine answers every
-pending call and records the interrupt); Ctrl-D leaves.
+Keys (KEYS below, shown by /help; README lists them): Enter sends; Alt-Enter, Esc Enter and Ctrl-J
+insert a newline; Ctrl-C at the prompt clears the line, twice on an empty one leaves; Ctrl-G and
+Ctrl-X Ctrl-E open $EDITOR; Tab completes (ui/completion.py); Ctrl-C or Esc during a turn cancels
+the turn (ui/turns.py; the engine answers every pending call, keeps the cut answer marked
+interrupted and records the interrupt); what is typed meanwhile is queued (run_repl); Ctrl-D
+leaves.
 """
 
 from __future__ import annotations
@@ -17,10 +20,11 @@ from rich.table import Table
 from rich.text import Text
 
 from agent_cli import events as ev
+from agent_cli.conversation import ends_interrupted
 from agent_cli.errors import AgentError
 from agent_cli.safe_text import one_line
 from agent_cli.tools.scope import ScopedRegistry
-from agent_cli.ui.line_editor import PROMPT, prompt_session
+from agent_cli.ui.line_editor import PROMPT, EmptyLineInterrupt, prompt_session
 from agent_cli.ui.safe_rich import safe, safe_line
 from agent_cli.ui.turns import Retry
 
@@ -34,10 +38,16 @@ if TYPE_CHECKING:
 KEYS = """\
 Type a message and press Enter to send it.
   New line inside a message: Alt-Enter (or Esc then Enter), or Ctrl-J.
+  Ctrl-G or Ctrl-X Ctrl-E: write the message in $VISUAL / $EDITOR (saved text comes back here).
+  Tab (and as you type): complete /commands and @path (files in the workspace).
   Esc or Ctrl-C while the model replies or a tool runs: cancel that turn (every pending call
-  is answered "interrupted") and come back here. Ctrl-C at the prompt clears the line.
-  A message that got no answer (an error, an interrupt) is not kept: /retry sends it again.
-  Ctrl-D or /exit: leave. Up and Down walk through earlier messages (kept across sessions).
+  is answered "interrupted") and come back here; your message and the answer so far stay in
+  the conversation, marked interrupted. Ctrl-C at the prompt clears the line; on an empty line
+  twice in a row, it leaves. Ctrl-D or /exit: leave.
+  Typed while a turn runs: lines ended with Enter are queued and sent when it ends; the rest
+  waits in the next prompt. A question (y/N) drops all of it: type-ahead is never an answer.
+  A message that got no answer because of an error is not kept: /retry sends it again.
+  Up and Down walk through earlier messages (kept across sessions).
 Calls that only read run at once. Calls with effects show a panel: type y (or yes) to run
 that one call; Enter, anything else, Ctrl-C or Ctrl-D deny it. Add a reason after n
 (`n use ./tmp`), or type it at the `Reason (optional):` prompt, and the model sees it."""
@@ -330,8 +340,8 @@ def make_prompt(history_file: Path, redactor: Any = None,
                 prompt: Callable[[], str] | None = None) -> Callable[..., str]:
     """The real line editor: persistent history, Enter sends, Alt-Enter / Esc Enter / Ctrl-J add
     a newline; `read(default=TEXT)` starts with TEXT in the input line. Its history is the
-    reader's `history` attribute. prompt-toolkit is imported here so `agent-cli --help` never
-    pays for it."""
+    reader's `history` attribute, its PromptSession the `editor` one (run_repl adds completion).
+    prompt-toolkit is imported here so `agent-cli --help` never pays for it."""
     ps = prompt_session(open_history(history_file, redactor))
 
     def read(default: str = "") -> str:
@@ -339,7 +349,36 @@ def make_prompt(history_file: Path, redactor: Any = None,
         return line
 
     read.history = ps.history  # type: ignore[attr-defined]
+    read.editor = ps  # type: ignore[attr-defined]
     return read
+
+
+def complete_at(editor: Any, session: Session) -> None:
+    """Completion as you type at the prompt `editor` (a PromptSession; None: no line editor):
+    /commands from COMMANDS, @paths from the session's workspace (ui/completion.py)."""
+    if editor is None:
+        return
+    from agent_cli.ui.completion import ReplCompleter
+
+    editor.completer = ReplCompleter(command_lines, session.workspace)
+    editor.complete_in_thread = True  # (a large folder never holds up the keys)
+
+
+def grouped(lines: list[str]) -> list[str]:
+    """Lines typed ahead as what the REPL takes next: consecutive plain lines are one message
+    (their lines joined), a /command is its own."""
+    out: list[str] = []
+    joining = False
+    for line in lines:
+        if is_command(line):
+            out.append(line)
+            joining = False
+        elif joining:
+            out[-1] += "\n" + line
+        else:
+            out.append(line)
+            joining = True
+    return out
 
 
 def banner(session: Session) -> Text:
@@ -357,28 +396,49 @@ def run_repl(session: Session, console: Console, read: Callable[..., str], *,
     `turns` runs each turn (ui/turns.py: Esc, Ctrl-C and signals cancel it there; without it,
     in-process tests, `Session.send`); `state` is the session's TurnState sink (found among its
     sinks when not given); `view` (spinner, live answer) is stopped whenever the turn leaves.
-    `history` (the prompt's) says once when it cannot be written (`take_fault`)."""
+    `history` (the prompt's) says once when it cannot be written (`take_fault`).
+
+    What was typed during a turn (`turns.take_typed`) is not lost: lines finished with Enter are
+    sent next, as one message (a /command among them runs as typed), and the unfinished text is
+    the next prompt's text. After a turn that stopped short (an interrupt, an error) nothing is
+    sent unasked: all of it goes back into the input line."""
     from agent_cli.write_faults import LogUnwritable
 
     state = state or _turn_state(session) or TurnState()
     send = turns.run if turns is not None else session.send
 
+    complete_at(getattr(read, "editor", None), session)
     console.print(banner(session))
     put_back: str | None = None
+    queued: list[str] = []
+    leaving = False
+    """Ctrl-C was pressed on an empty prompt: a second one in a row leaves."""
     while True:
-        try:
-            line = read(default=put_back) if put_back else read()
-        except KeyboardInterrupt:
-            continue
-        except EOFError:
-            break
-        finally:
-            put_back = None
-            getattr(history, "flush", lambda: None)()  # (a line equal to the last one is
-            # not stored again by prompt-toolkit: what it kept in memory is written here)
-            note = getattr(history, "take_fault", lambda: None)()
-            if note:
-                console.print(safe(note, "yellow"))
+        if queued:
+            line = queued.pop(0)
+            console.print(safe(PROMPT, "bold") + safe(line))  # sent as if typed
+        else:
+            try:
+                line = read(default=put_back) if put_back else read()
+            except EmptyLineInterrupt:
+                if leaving:
+                    break
+                leaving = True
+                console.print(Text("Press Ctrl-C again to exit", style="dim"))
+                continue
+            except KeyboardInterrupt:
+                leaving = False
+                continue
+            except EOFError:
+                break
+            finally:
+                put_back = None
+                getattr(history, "flush", lambda: None)()  # (a line equal to the last one is
+                # not stored again by prompt-toolkit: what it kept in memory is written here)
+                note = getattr(history, "take_fault", lambda: None)()
+                if note:
+                    console.print(safe(note, "yellow"))
+        leaving = False
         if not line.strip():
             continue
         if is_command(line):
@@ -414,7 +474,12 @@ def run_repl(session: Session, console: Console, read: Callable[..., str], *,
         finally:
             if view is not None:
                 view.stop()
-        if reason in ("error", "interrupted") and session.retract_unanswered(line):
+        if reason == "interrupted":
+            state.unsent = line  # /retry asks again
+            if ends_interrupted(session.history):  # (the engine kept the cut answer)
+                console.print(Text("Your message and the answer so far stay in the "
+                                   "conversation, marked interrupted.", style="dim"))
+        elif reason == "error" and session.retract_unanswered(line):
             state.unsent = line
             hint = ("The API refused the request because of the conversation's content: "
                     "/retry sends your message again, /clear starts afresh (the log keeps "
@@ -426,4 +491,15 @@ def run_repl(session: Session, console: Console, read: Callable[..., str], *,
             console.print(safe(session.usage.turn_line(), "dim"))
         if result is not None and result.reason == "budget":
             break  # the session's budget is spent: the session ends (the notice said why)
+        typed, unfinished = turns.take_typed() if turns is not None else ([], "")
+        if reason in ("interrupted", "error", "log_unwritable"):
+            back = [t for t in [put_back, *queued, *typed, unfinished] if t]
+            queued = []
+            if back and back != [put_back]:
+                console.print(Text("What you typed during the turn is back in the input line.",
+                                   style="yellow"))
+            put_back = "\n".join(back) or None
+        else:
+            queued += grouped(typed)
+            put_back = "".join(t for t in [put_back, unfinished] if t) or None
     console.print(Text.assemble(("Session log: ", "dim"), safe(str(session.log_path), "dim")))

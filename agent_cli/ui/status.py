@@ -137,6 +137,21 @@ class _Running:
             yield safe_line("  │ " + line.rsplit("\r", 1)[-1], options.max_width - 1, "dim")
 
 
+class _WithTyping:
+    """A live region with the line typed ahead under it (read at each refresh)."""
+
+    def __init__(self, inner: ConsoleRenderable, typing: Callable[[], str]) -> None:
+        self.inner = inner
+        self.typing = typing
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield self.inner
+        typed = self.typing()
+        if typed:
+            width = max(options.max_width - 3, 10)
+            yield safe_line("› " + typed[-width:], options.max_width - 1, "dim")
+
+
 @contextmanager
 def _ctrl_c_held() -> Iterator[None]:
     """Ctrl-C is held back (and acted on just after) while Rich starts or stops the live region:
@@ -178,12 +193,16 @@ class TerminalView:
         self.output_tail = ""
         """The last part of what the running tool printed (its last lines show under the
         spinner; the whole output is in its result)."""
+        self.typing: Callable[[], str] = lambda: ""
+        """The line typed ahead so far (ui/turns.TerminalTurns.typing): shown under the spinner,
+        so what is typed during a turn is seen as it is typed."""
 
     # -- the live region ---------------------------------------------------------------------
 
     def _show(self, renderable: ConsoleRenderable) -> None:
         if not self.console.is_terminal:
             return
+        renderable = _WithTyping(renderable, self.typing)
         if self._live is None:
             from rich.live import Live
 
@@ -253,6 +272,10 @@ class TerminalView:
                                             "it whole", style="dim"))
                 self.wait("Waiting for the model")
             case ev.Notice():
+                if event.kind == "queued":
+                    # a line typed ahead: printed above the live region, which stays
+                    self.console.print(safe(event.message, "dim"))
+                    return
                 self.stop()
                 self.renderer(event)
                 if event.kind == "retry":

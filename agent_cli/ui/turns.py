@@ -6,6 +6,11 @@ Ctrl-C and the two signals arrive here as a KeyboardInterrupt (Python raises it 
 thread, signals.py for the two), the Esc watcher calls `cancel` from its thread. None of them
 lands in the engine: it sees its token cancelled where it waits, and answers every pending call
 itself, so nothing here settles a turn afterwards.
+
+What is typed meanwhile is kept by the Esc watcher (ui/keys.TypedAhead): a line finished with
+Enter is shown as `queued: …` here, on this thread, and the REPL sends it once the turn ends
+(`take_typed`). Before every question all of it is dropped, and the screen says so: a line typed
+ahead is never an answer.
 """
 
 from __future__ import annotations
@@ -28,6 +33,10 @@ if TYPE_CHECKING:
 Sink = Callable[[ev.AnyEvent], None]
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
+
+
+QUEUED = "queued: "
+"""How a line typed ahead is shown (the REPL sends it once the turn ends)."""
 
 
 class Retry:
@@ -57,6 +66,19 @@ class TerminalTurns:
         self.session = session
         if self.keys is not None:
             self.keys.on_esc = lambda: self._esc(session)
+            self.keys.on_line = self._queued
+
+    def _queued(self, line: str) -> None:
+        """A line typed ahead and finished (the watcher's thread): said on this thread."""
+        self.outbox(ev.Notice(message=f"{QUEUED}{line}", kind="queued"))
+
+    def typing(self) -> str:
+        """The line being typed ahead now (the live region shows it)."""
+        return self.keys.typed.text if self.keys is not None else ""
+
+    def take_typed(self) -> tuple[list[str], str]:
+        """What was typed during the turn: (lines finished with Enter, unfinished text)."""
+        return self.keys.typed.take() if self.keys is not None else ([], "")
 
     def on_terminal(self, fn: Callable[_P, _R]) -> Callable[_P, _R]:
         """`fn` as the engine's thread may call it: it runs on the terminal's thread (a
@@ -94,7 +116,8 @@ class TerminalTurns:
         for item in self.outbox.take():
             try:
                 if isinstance(item, Errand):
-                    item.run()  # a question undo asks (Outbox.on_owner)
+                    with self._asking():
+                        item.run()  # a question undo asks (Outbox.on_owner)
                 elif isinstance(item, ev.ApprovalNeeded):
                     self._question(session, item)
                 else:
@@ -103,13 +126,29 @@ class TerminalTurns:
                 self._cancel(session)
 
     def _question(self, session: Session, item: ev.ApprovalNeeded) -> None:
-        """The panel for one call, with the keyboard handed back from the Esc watcher."""
-        self.outbox.deliver(item)
-        with self.keys.paused() if self.keys is not None else contextlib.nullcontext():
+        """The panel for one call (`_asking`: the keyboard handed back, type-ahead dropped)."""
+        with self._asking():
+            self.outbox.deliver(item)
             decision = self.ask.decide(item.call)
         if self.signals is not None and self.signals.received is not None:
             self._cancel(session)  # the panel took the signal as "no answer"
         session.answer(item.call.id, decision)
+
+    @contextlib.contextmanager
+    def _asking(self) -> Iterator[None]:
+        """Around every question of a turn: the keyboard handed back from the Esc watcher,
+        and what was typed ahead dropped first (the watcher stopped: nothing joins it)."""
+        with self.keys.paused() if self.keys is not None else contextlib.nullcontext():
+            self._drop_typed()
+            yield
+
+    def _drop_typed(self) -> None:
+        lines, text = self.take_typed()
+        dropped = [*lines, text] if text.strip() else lines
+        if dropped:
+            self.outbox.deliver(ev.Notice(kind="typeahead", message=(
+                "Dropped what was typed ahead (a question needs its own answer): "
+                + " / ".join(dropped))))
 
     @staticmethod
     def _esc(session: Session) -> None:

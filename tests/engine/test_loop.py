@@ -689,7 +689,10 @@ def test_interrupt_while_the_model_replies_runs_nothing_and_history_stays_valid(
     interrupts = h.of_type(ev.Interrupt)
     assert [i.during for i in interrupts] == ["model"]
     assert h.of_type(ev.TurnEnd)[-1].reason == "interrupted"
-    assert h.history[-1]["role"] == "user"
+    # the question stays; the cut reply (nothing streamed) is the marker alone, no tool_use
+    assert h.history[-1] == {"role": "assistant",
+                             "content": [{"type": "text", "text": "[interrupted by the user]"}]}
+    assert interrupts[0].reply_so_far == ""
     assert not (workspace / "never.txt").exists()
     second = h.turn("go on")
     assert second.reason == "end_turn" and second.text == "back again"

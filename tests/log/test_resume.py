@@ -287,3 +287,44 @@ def test_continue_after_compact_sends_the_summary_not_the_originals(workspace: P
     assert sent[:3] == live_sent
     assert sent[3] == {"role": "assistant", "content": [{"type": "text", "text": "three done"}]}
     assert sent[4] == {"role": "user", "content": [{"type": "text", "text": "hello four"}]}
+
+
+class _CutWhileStreaming:
+    """A provider whose first reply is cut by the user (the session's cancel) after some text
+    streamed; later replies answer."""
+
+    name = "cut"
+    model = "cut-model"
+
+    def __init__(self) -> None:
+        self.session: Any = None
+        self.requests: list[Any] = []
+
+    def complete(self, request: Any, on_text: Any, on_status: Any) -> Any:
+        from agent_cli.providers.base import ModelResponse
+
+        self.requests.append([dict(m) for m in request.messages])
+        if len(self.requests) == 1:
+            on_text("Half an ")
+            on_text("answer")
+            self.session.cancel("user")  # Esc while it streams
+        return ModelResponse(content=[{"type": "text", "text": "WHOLE"}], stop_reason="end_turn")
+
+
+def test_an_interrupted_reply_is_kept_marked_live_and_on_resume(workspace: Path,
+                                                                tmp_path: Path) -> None:
+    log = tmp_path / "s.jsonl"
+    provider = _CutWhileStreaming()
+    s = make_session(workspace, log=log, provider=provider)
+    provider.session = s
+    s.start()
+    assert s.send("explain").reason == "interrupted"
+    assert s.send("no, focus on X").reason == "end_turn"
+    s.close()
+    kept = {"role": "assistant",
+            "content": [{"type": "text", "text": "Half an answer\n\n[interrupted by the user]"}]}
+    second = provider.requests[1]
+    assert [m["role"] for m in second] == ["user", "assistant", "user"]
+    assert second[1] == kept
+    assert rs.rebuild(log).history == s.history
+    assert s.history[1] == kept

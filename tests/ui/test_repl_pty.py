@@ -411,11 +411,12 @@ def interrupt_a_streaming_reply(workspace: Path, interrupt: Callable[[pexpect.sp
 
 
 def test_ctrl_c_during_a_streaming_reply_returns_to_the_prompt(workspace: Path) -> None:
-    """Ctrl-C cancels the reply, and the next request is still a valid conversation."""
+    """Ctrl-C cancels the reply, and the next request is still a valid conversation: the
+    question stays, the cut reply's text is the assistant's, marked interrupted."""
     requests = interrupt_a_streaming_reply(workspace, lambda child: child.sendintr())
     assert len(requests) == 2
     second = requests[1].body["messages"]
-    assert [m["role"] for m in second] == ["user"]  # the cut reply is not in the history
+    assert [m["role"] for m in second] == ["user", "assistant", "user"]
     events = session_events()
     assert [e["during"] for e in of_type(events, "interrupt")] == ["model"]
     assert [e["reason"] for e in of_type(events, "turn_end")] == ["interrupted", "end_turn"]
@@ -432,6 +433,30 @@ def test_ctrl_c_at_the_prompt_clears_the_line(spawn: Any, workspace: Path) -> No
     chat.prompt()
     assert chat.quit() == 0
     assert [e["text"] for e in of_type(session_events(), "user_message")] == ["hello"]
+
+
+def test_ctrl_c_twice_on_an_empty_prompt_leaves(spawn: Any, workspace: Path) -> None:
+    chat = spawn([text("REPLY")], workspace)
+    chat.prompt()
+    chat.say("hello")  # (a turn first: the session is ready, this is the REPL's own prompt)
+    chat.expect(b"REPLY")
+    chat.prompt()
+    chat.child.send(b"\x03")
+    chat.expect(b"Press Ctrl-C again to exit")
+    chat.prompt()
+    chat.child.send(b"typed\x03")  # on text it clears the line, and counts as something else
+    chat.prompt()
+    chat.child.send(b"\x03")
+    chat.expect(b"Press Ctrl-C again to exit")
+    chat.prompt()
+    chat.child.send(b"\x03")
+    out = chat.expect(pexpect.EOF)
+    chat.child.close()
+    assert chat.child.exitstatus == 0
+    assert b"Session log:" in out
+    events = session_events()
+    assert [e["text"] for e in of_type(events, "user_message")] == ["hello"]
+    assert of_type(events, "session_end")
 
 
 def test_alt_enter_and_ctrl_j_insert_newlines(spawn: Any, workspace: Path) -> None:
