@@ -20,6 +20,10 @@ if TYPE_CHECKING:
 PROMPT = "› "
 
 
+EXIT_HINT = "Press Ctrl-C again to exit"
+"""Said after a Ctrl-C on an empty prompt (the REPL's, and the one while the session loads)."""
+
+
 class EmptyLineInterrupt(KeyboardInterrupt):
     """Ctrl-C at a prompt with nothing typed (a Ctrl-C on text only clears it)."""
 

@@ -24,7 +24,7 @@ from agent_cli.conversation import ends_interrupted
 from agent_cli.errors import AgentError
 from agent_cli.safe_text import one_line
 from agent_cli.tools.scope import ScopedRegistry
-from agent_cli.ui.line_editor import PROMPT, EmptyLineInterrupt, prompt_session
+from agent_cli.ui.line_editor import EXIT_HINT, PROMPT, EmptyLineInterrupt, prompt_session
 from agent_cli.ui.safe_rich import safe, safe_line
 from agent_cli.ui.turns import Retry
 
@@ -424,7 +424,7 @@ def run_repl(session: Session, console: Console, read: Callable[..., str], *,
                 if leaving:
                     break
                 leaving = True
-                console.print(Text("Press Ctrl-C again to exit", style="dim"))
+                console.print(Text(EXIT_HINT, style="dim"))
                 continue
             except KeyboardInterrupt:
                 leaving = False

@@ -416,11 +416,16 @@ def read_while_loading(ps: PromptSession[Any], loading: Loading[Any], message: s
                        frame: FirstFrame, signals: TerminationSignals,
                        text: str = "") -> FirstInput:
     """Prompt on `frame`'s line (with `text` already typed) until the build is done or the
-    person sends a line or leaves. Ctrl-C clears the line and prompts again, as at the REPL's
-    prompt. The caller holds `signals` (`TerminationSignals.held`): SIGTERM or SIGHUP ends the
+    person sends a line or leaves. Ctrl-C clears the line and prompts again, and on an empty
+    line a second Ctrl-C in a row leaves (as Ctrl-D does), as at the REPL's prompt. The caller
+    holds `signals` (`TerminationSignals.held`): SIGTERM or SIGHUP ends the
     prompt from its own loop, as Ctrl-D does."""
+    from agent_cli.ui.line_editor import EXIT_HINT, EmptyLineInterrupt
+
     exiter = _Exiter(loading, signals)
     loading.on_settled(exiter.settled)
+    armed = False
+    """Ctrl-C was pressed on an empty line, and nothing since: a second one leaves."""
     signals.waker = exiter.signalled
     try:
         while not loading.settled and signals.received is None:
@@ -433,8 +438,14 @@ def read_while_loading(ps: PromptSession[Any], loading: Loading[Any], message: s
             try:
                 line = ps.prompt(message, default=text,
                                  pre_run=lambda: exiter.pre_run(ps.app))
+            except EmptyLineInterrupt:
+                if armed:
+                    return FirstInput(eof=True)
+                armed, text = True, ""
+                _say_dim(ps, EXIT_HINT)
+                continue
             except KeyboardInterrupt:
-                text = ""
+                armed, text = False, ""
                 continue
             except EOFError:
                 return FirstInput(eof=True)
@@ -453,6 +464,14 @@ def read_while_loading(ps: PromptSession[Any], loading: Loading[Any], message: s
         signals.waker = None
         if frame.on_screen:
             frame.erase()
+
+
+def _say_dim(ps: PromptSession[Any], text: str) -> None:
+    """A line of ours under the prompt (our own words, not from outside)."""
+    from prompt_toolkit.formatted_text import FormattedText
+    from prompt_toolkit.shortcuts import print_formatted_text
+
+    print_formatted_text(FormattedText([("fg:ansibrightblack", text)]), output=ps.app.output)
 
 
 def wait_with_status(loading: Loading[Any], frame: FirstFrame) -> bool:

@@ -261,6 +261,24 @@ def test_ctrl_c_while_loading_clears_the_line_as_at_any_prompt(spawn: Any, gate:
     assert [e["text"] for e in of_type("user_message")] == ["kept words"]
 
 
+def test_ctrl_c_twice_on_an_empty_line_while_loading_leaves(spawn: Any, gate: Gate) -> None:
+    """As at the REPL's prompt: the first says how to leave, the second leaves (as Ctrl-D)."""
+    child = spawn([scripts.text("NEVER")], "--tools-dir", str(gate.tools))
+    child.expect(PROMPT)
+    gate.reached()
+    child.expect(EDITOR_LIVE)
+    child.send(b"\x03")
+    child.expect(b"Press Ctrl-C again to exit")
+    child.expect(EDITOR_LIVE)
+    child.send(b"\x03")
+    child.expect(LOADING)
+    gate.release()
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    assert of_type("user_message") == []
+
+
 def test_ctrl_d_while_loading_ends_the_chat_once_it_is_ready(spawn: Any, gate: Gate) -> None:
     child = spawn([scripts.text("NEVER")], "--tools-dir", str(gate.tools))
     child.expect(PROMPT)
