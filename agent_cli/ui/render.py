@@ -119,7 +119,8 @@ class Renderer:
 
         shown, cut = head_tail(event.content)
         mark = Text("  ✗ ", style="red") if event.is_error else Text("  ✓ ", style="green")
-        body = safe(shown, "red" if event.is_error else "dim")
+        # a program's columns (pytest's `....   [100%]`) are not padding: kept as printed
+        body = safe(shown, "red" if event.is_error else "dim", keep_alignment=True)
         self.console.print(mark + body)
         if cut:
             self.console.print(Text(f"    (+{cut:,} more lines, "
