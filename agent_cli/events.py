@@ -243,6 +243,16 @@ class Notice(EventBase):
         except ValidationError:
             return None
 
+    def user_shell(self) -> UserShell | None:
+        """What a `user_shell` notice records (the user's own `!` command and its output), or
+        None for any other notice or one whose fields do not parse."""
+        if self.kind != "user_shell":
+            return None
+        try:
+            return UserShell.model_validate(self.model_extra or {})
+        except ValidationError:
+            return None
+
 
 class Compaction(BaseModel):
     """The fields a `notice` of kind `compact` carries beside its sentence (`/compact`): the one
@@ -257,6 +267,34 @@ class Compaction(BaseModel):
     """Of the summary request (counted for the session, not for a turn)."""
     model: str | None = None
     """The model that wrote the summary."""
+
+
+class UserShell(BaseModel):
+    """The fields a `notice` of kind `user_shell` carries beside its sentence: a shell command
+    the user typed at the REPL (`!cmd`, ui/user_shell.py). It is the user's own action, run with
+    no panel and outside the sandbox; its output goes to the model with the user's next message
+    (that `user_message` holds it, so resume needs nothing from here)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    command: str
+    """Exactly what the user typed after `!`."""
+    exit_code: int | None = None
+    """The command's exit status (negative: ended by that signal); None when it did not start."""
+    output: str = ""
+    """Its output (stdout and stderr together, head and tail kept), as the model gets it."""
+    duration: float = 0.0
+    """Seconds it ran."""
+    hidden: list[str] = []
+    """Kinds of the secrets hidden from the model in `output` (config redact_results)."""
+
+    def notice(self) -> Notice:
+        """The record: a `user_shell` notice with these fields."""
+        code = "did not run" if self.exit_code is None else f"exit {self.exit_code}"
+        return Notice.model_validate({
+            "message": f"You ran a shell command: {self.command} ({code}, "
+                       f"{self.duration:.2f} s); its output goes with your next message.",
+            "kind": "user_shell", **self.model_dump()})
 
 
 class EntryState(BaseModel):

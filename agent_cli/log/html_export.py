@@ -301,6 +301,9 @@ class HtmlView:
             case ev.Notice():
                 w(f'<div class="event dim">notice ({text(event.kind)}): '
                   f"{text(event.message)}</div>")
+                if (shell := event.user_shell()) is not None and shell.output:
+                    w(f'<div class="result">'
+                      f"{_block(shell.output, _fold_summary(shell.output), output=True)}</div>")
             case ev.Effects() | ev.Undo():
                 what = ("effects of " + event.id if isinstance(event, ev.Effects)
                         else "undo " + event.id + " of " + ", ".join(event.undid))

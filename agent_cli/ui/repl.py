@@ -21,6 +21,7 @@ from agent_cli.errors import AgentError
 from agent_cli.safe_text import one_line
 from agent_cli.tools.scope import ScopedRegistry
 from agent_cli.ui.line_editor import PROMPT, prompt_session
+from agent_cli.ui.outgoing import prepare
 from agent_cli.ui.safe_rich import safe, safe_line
 from agent_cli.ui.turns import Retry
 
@@ -41,6 +42,17 @@ Type a message and press Enter to send it.
 Calls that only read run at once. Calls with effects show a panel: type y (or yes) to run
 that one call; Enter, anything else, Ctrl-C or Ctrl-D deny it. Add a reason after n
 (`n use ./tmp`), or type it at the `Reason (optional):` prompt, and the model sees it."""
+
+INIT_PROMPT = (
+    "Please draft an AGENTS.md for this workspace: the file coding agents read for how the "
+    "project works. First look around (list the folders, read the README, the build and test "
+    "configuration and a few central source files). Then write AGENTS.md at the workspace root "
+    "with write_file (or, if one exists already, read it and improve it with edit_file), "
+    "covering: what the project is, how to set it up, build, run the tests and lint, the layout "
+    "of the code, and the conventions a contributor must follow. Keep it short and concrete: "
+    "commands that work here, not general advice.")
+"""What /init sends: a canned message through the normal turn, so the file is proposed in the
+write panel like any other write, and nothing is written without a yes."""
 
 EXIT = object()
 """Returned by a command to end the REPL."""
@@ -247,6 +259,13 @@ def cmd_redo(session: Session, arg: str) -> RenderableType | None:
     return repl_undo(session, arg, redo=True)
 
 
+def cmd_init(session: Session, arg: str) -> Retry:
+    """Ask the model to draft an AGENTS.md from the workspace.
+
+    It reads what it needs and proposes the file through the normal write panel."""
+    return Retry(INIT_PROMPT)
+
+
 def cmd_exit(session: Session, arg: str) -> object:
     """Leave (same as Ctrl-D)."""
     return EXIT
@@ -265,6 +284,7 @@ COMMANDS: dict[str, Command] = {
     "/compact": cmd_compact,
     "/mcp": cmd_mcp,
     "/undo": cmd_undo,
+    "/init": cmd_init,
     "/redo": cmd_redo,
     "/exit": cmd_exit,
     "/quit": cmd_exit,
@@ -386,6 +406,10 @@ def run_repl(session: Session, console: Console, read: Callable[..., str], *,
                 if out is not None:
                     console.print(as_shown(out))
                 continue
+        elif (prepared := prepare(session, console, line)) is None:
+            continue  # `!cmd` ran (ui/outgoing.py)
+        else:
+            line = prepared  # with `@path` files and `!` outputs attached
         state.unsent = None
         reason = "interrupted"
         result = None
