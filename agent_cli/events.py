@@ -7,14 +7,16 @@ says what happened.
 
 from __future__ import annotations
 
+import builtins
 import time
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, ValidationError
 
 from agent_cli.calls import Approved, Call, DecidedBy, Decision
 
 LOG_FORMAT_VERSION = 1
+_Fields = TypeVar("_Fields", bound=BaseModel)
 
 
 class EventBase(BaseModel):
@@ -236,20 +238,20 @@ class Notice(EventBase):
     def compaction(self) -> Compaction | None:
         """What a `compact` notice records (its extra fields), or None for any other notice or
         one whose fields do not parse. Resume rebuilds the compacted history from it."""
-        if self.kind != "compact":
-            return None
-        try:
-            return Compaction.model_validate(self.model_extra or {})
-        except ValidationError:
-            return None
+        return self._fields("compact", Compaction)
 
     def user_shell(self) -> UserShell | None:
         """What a `user_shell` notice records (the user's own `!` command and its output), or
         None for any other notice or one whose fields do not parse."""
-        if self.kind != "user_shell":
+        return self._fields("user_shell", UserShell)
+
+    def _fields(self, kind: str, model: builtins.type[_Fields]) -> _Fields | None:
+        """The extra fields of a `kind` notice as `model` (None for another kind, or fields
+        that do not parse: a log from elsewhere is read defensively)."""
+        if self.kind != kind:
             return None
         try:
-            return UserShell.model_validate(self.model_extra or {})
+            return model.model_validate(self.model_extra or {})
         except ValidationError:
             return None
 
