@@ -50,3 +50,19 @@ def test_a_programs_columns_are_kept_in_an_exported_result(tmp_path: Path) -> No
     assert "tests/test_calc.py ...." + " " * 68 + "[100%]" in page
     assert "⟨… 68 spaces …⟩" not in page
     assert re.search(r"ok<span class=\"tok\">⟨… 3000 spaces …⟩</span>TAIL", page)
+
+
+def test_the_users_own_shell_command_is_in_the_export_with_its_output(tmp_path: Path) -> None:
+    from agent_cli import events as ev
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    log = tmp_path / "s.jsonl"
+    session = make_session(ws, [text("ok")], log)
+    session.start()
+    session.emit(ev.UserShell(command="pytest -q", exit_code=1,
+                              output=PYTEST_LINE + "\n1 failed").notice())
+    session.close()
+    page = export(log)
+    assert "notice (user_shell): You ran a shell command: pytest -q (exit 1," in page
+    assert PYTEST_LINE in page and "1 failed" in page
