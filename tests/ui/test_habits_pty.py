@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,8 +31,9 @@ def fake() -> Iterator[FakeAnthropic]:
 
 
 @pytest.fixture
-def chat(fake: FakeAnthropic, workspace: Path) -> Iterator[Any]:
-    children: list[Any] = []
+def chat(fake: FakeAnthropic, workspace: Path, request: pytest.FixtureRequest
+         ) -> Callable[[], Chat]:
+    """Starts `agent-cli chat` on the fake API in a pty (ended at teardown if still alive)."""
 
     def start() -> Chat:
         env = pty_env()
@@ -40,13 +41,10 @@ def chat(fake: FakeAnthropic, workspace: Path) -> Iterator[Any]:
         child = pexpect.spawn(sys.executable, ["-m", "agent_cli", "chat", "--provider",
                                                "anthropic", "--workspace", str(workspace)],
                               env=env, cwd=str(REPO), dimensions=(40, 120), timeout=TIMEOUT)
-        children.append(child)
+        request.addfinalizer(lambda: child.isalive() and child.terminate(force=True))
         return Chat(child)
 
-    yield start
-    for child in children:
-        if child.isalive():
-            child.terminate(force=True)
+    return start
 
 
 def plain(raw: bytes) -> str:
