@@ -21,7 +21,6 @@ from agent_cli.errors import AgentError
 from agent_cli.safe_text import one_line
 from agent_cli.tools.scope import ScopedRegistry
 from agent_cli.ui.line_editor import PROMPT, prompt_session
-from agent_cli.ui.outgoing import prepare
 from agent_cli.ui.safe_rich import safe, safe_line
 from agent_cli.ui.turns import Retry
 
@@ -406,9 +405,12 @@ def run_repl(session: Session, console: Console, read: Callable[..., str], *,
                 if out is not None:
                     console.print(as_shown(out))
                 continue
-        elif (prepared := prepare(session, console, line)) is None:
-            continue  # `!cmd` ran (ui/outgoing.py)
         else:
+            from agent_cli.ui.outgoing import prepare  # `!cmd` and `@path`
+
+            prepared = prepare(session, console, line)
+            if prepared is None:
+                continue  # `!cmd` ran
             line = prepared  # with `@path` files and `!` outputs attached
         state.unsent = None
         reason = "interrupted"
