@@ -234,6 +234,13 @@ def cmd_compact(session: Session, arg: str) -> RenderableType:
     return safe("Summary now in the context:\n" + result.summary, "dim")
 
 
+def cmd_init(session: Session, arg: str) -> Retry:
+    """Ask the model to draft an AGENTS.md from the workspace.
+
+    It reads what it needs and proposes the file through the normal write panel."""
+    return Retry(INIT_PROMPT)
+
+
 def cmd_mcp(session: Session, arg: str) -> RenderableType | Retry:
     """MCP servers, their state and tools; `/mcp accept NAME` offers a server's changed tools
     again."""
@@ -256,13 +263,6 @@ def cmd_redo(session: Session, arg: str) -> RenderableType | None:
     from agent_cli.ui.undo_view import repl_undo
 
     return repl_undo(session, arg, redo=True)
-
-
-def cmd_init(session: Session, arg: str) -> Retry:
-    """Ask the model to draft an AGENTS.md from the workspace.
-
-    It reads what it needs and proposes the file through the normal write panel."""
-    return Retry(INIT_PROMPT)
 
 
 def cmd_exit(session: Session, arg: str) -> object:
