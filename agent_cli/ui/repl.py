@@ -42,17 +42,6 @@ Calls that only read run at once. Calls with effects show a panel: type y (or ye
 that one call; Enter, anything else, Ctrl-C or Ctrl-D deny it. Add a reason after n
 (`n use ./tmp`), or type it at the `Reason (optional):` prompt, and the model sees it."""
 
-INIT_PROMPT = (
-    "Please draft an AGENTS.md for this workspace: the file coding agents read for how the "
-    "project works. First look around (list the folders, read the README, the build and test "
-    "configuration and a few central source files). Then write AGENTS.md at the workspace root "
-    "with write_file (or, if one exists already, read it and improve it with edit_file), "
-    "covering: what the project is, how to set it up, build, run the tests and lint, the layout "
-    "of the code, and the conventions a contributor must follow. Keep it short and concrete: "
-    "commands that work here, not general advice.")
-"""What /init sends: a canned message through the normal turn, so the file is proposed in the
-write panel like any other write, and nothing is written without a yes."""
-
 EXIT = object()
 """Returned by a command to end the REPL."""
 
@@ -235,9 +224,9 @@ def cmd_compact(session: Session, arg: str) -> RenderableType:
 
 
 def cmd_init(session: Session, arg: str) -> Retry:
-    """Ask the model to draft an AGENTS.md from the workspace.
+    """Ask the model to draft an AGENTS.md from the workspace (you approve it in the panel)."""
+    from agent_cli.ui.outgoing import INIT_PROMPT
 
-    It reads what it needs and proposes the file through the normal write panel."""
     return Retry(INIT_PROMPT)
 
 
@@ -391,6 +380,9 @@ def run_repl(session: Session, console: Console, read: Callable[..., str], *,
                 console.print(safe(note, "yellow"))
         if not line.strip():
             continue
+        from agent_cli.ui.outgoing import prepare  # `!cmd` runs here, `@path` files attach
+        if not (line := prepare(session, console, line)):
+            continue  # nothing to send: a `!cmd` ran
         if is_command(line):
             try:
                 out = dispatch(session, line)
@@ -405,13 +397,6 @@ def run_repl(session: Session, console: Console, read: Callable[..., str], *,
                 if out is not None:
                     console.print(as_shown(out))
                 continue
-        else:
-            from agent_cli.ui.outgoing import prepare  # `!cmd` and `@path`
-
-            prepared = prepare(session, console, line)
-            if prepared is None:
-                continue  # `!cmd` ran
-            line = prepared  # with `@path` files and `!` outputs attached
         state.unsent = None
         reason = "interrupted"
         result = None

@@ -13,7 +13,7 @@ from typing import Any
 from agent_cli.approval import DenyRule
 from agent_cli.instructions import FOUND, Instruction, offer_found
 from agent_cli.tools.trust import PluginPins
-from agent_cli.ui import repl
+from agent_cli.ui.outgoing import INIT_PROMPT
 from tests.scripts import done, tool_use
 from tests.ui.test_repl_commands import Rig
 
@@ -129,7 +129,7 @@ def test_init_asks_for_an_agents_md_through_the_write_panel(tmp_path: Path,
         tool_use("toolu_w", "write_file", {"path": "AGENTS.md", "content": "# Agents\n"}),
         done("Drafted.")], answers=["y"])
     rig.run(["/init"])
-    assert sent(rig) == repl.INIT_PROMPT
+    assert sent(rig) == INIT_PROMPT
     [approval] = [e for e in rig.events() if e["type"] == "approval"]
     assert approval["by"] == "user" and approval["decision"] == "approved"
     assert (workspace / "AGENTS.md").read_text() == "# Agents\n"

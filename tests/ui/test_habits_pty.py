@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from agent_cli.ui.repl import INIT_PROMPT
+from agent_cli.ui.outgoing import INIT_PROMPT
 from tests.fakes.anthropic_server import FakeAnthropic, text_reply, tool_reply
 from tests.ui.test_repl_pty import ASK, TIMEOUT, Chat, pty_env
 
