@@ -7,14 +7,16 @@ says what happened.
 
 from __future__ import annotations
 
+import builtins
 import time
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, ValidationError
 
 from agent_cli.calls import Approved, Call, DecidedBy, Decision
 
 LOG_FORMAT_VERSION = 1
+_Fields = TypeVar("_Fields", bound=BaseModel)
 
 
 class EventBase(BaseModel):
@@ -240,10 +242,20 @@ class Notice(EventBase):
     def compaction(self) -> Compaction | None:
         """What a `compact` notice records (its extra fields), or None for any other notice or
         one whose fields do not parse. Resume rebuilds the compacted history from it."""
-        if self.kind != "compact":
+        return self._fields("compact", Compaction)
+
+    def user_shell(self) -> UserShell | None:
+        """What a `user_shell` notice records (the user's own `!` command and its output), or
+        None for any other notice or one whose fields do not parse."""
+        return self._fields("user_shell", UserShell)
+
+    def _fields(self, kind: str, model: builtins.type[_Fields]) -> _Fields | None:
+        """The extra fields of a `kind` notice as `model` (None for another kind, or fields
+        that do not parse: a log from elsewhere is read defensively)."""
+        if self.kind != kind:
             return None
         try:
-            return Compaction.model_validate(self.model_extra or {})
+            return model.model_validate(self.model_extra or {})
         except ValidationError:
             return None
 
@@ -261,6 +273,34 @@ class Compaction(BaseModel):
     """Of the summary request (counted for the session, not for a turn)."""
     model: str | None = None
     """The model that wrote the summary."""
+
+
+class UserShell(BaseModel):
+    """The fields a `notice` of kind `user_shell` carries beside its sentence: a shell command
+    the user typed at the REPL (`!cmd`, ui/user_shell.py). It is the user's own action, run with
+    no panel and outside the sandbox; its output goes to the model with the user's next message
+    (that `user_message` holds it, so resume needs nothing from here)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    command: str
+    """Exactly what the user typed after `!`."""
+    exit_code: int | None = None
+    """The command's exit status (negative: ended by that signal); None when it did not start."""
+    output: str = ""
+    """Its output (stdout and stderr together, head and tail kept), as the model gets it."""
+    duration: float = 0.0
+    """Seconds it ran."""
+    hidden: list[str] = []
+    """Kinds of the secrets hidden from the model in `output` (config redact_results)."""
+
+    def notice(self) -> Notice:
+        """The record: a `user_shell` notice with these fields."""
+        code = "did not run" if self.exit_code is None else f"exit {self.exit_code}"
+        return Notice.model_validate({
+            "message": f"You ran a shell command: {self.command} ({code}, "
+                       f"{self.duration:.2f} s); its output goes with your next message.",
+            "kind": "user_shell", **self.model_dump()})
 
 
 class EntryState(BaseModel):

@@ -33,6 +33,14 @@ and the approval gate does not see it.
 
 Sitting at the very start of the conversation, the block is also part of the cached prompt prefix
 (it is byte-identical on every request).
+
+An AGENTS.md at the workspace root that no config or flag names is not silently ignored: the chat
+offers it once (`offer_found`): its whole text, then "Use AGENTS.md (2.1 kB) as project
+instructions? [y/N]" through the one confirm. A yes pins exactly the bytes shown, and from then
+on the file is used like a configured one (a change asks with its diff). A no is remembered for
+that content (the offers file beside the pins), so the question does not come back at every
+start; a changed file is offered again. Where nobody can be asked (`run` in a pipe) a notice says
+the file is there and how to use it. The file still only speaks when the user said yes.
 """
 
 from __future__ import annotations
@@ -58,6 +66,13 @@ PREAMBLE = (
 
 Confirm = Callable[["Instruction", str], bool]
 """Asked when a pinned file changed: (file, the whole diff) -> did the user say yes."""
+Offer = Callable[["Instruction"], bool]
+"""Asked once for an AGENTS.md found in the workspace that nothing names: (file) -> yes?"""
+FOUND = "AGENTS.md"
+"""The file offered when found at the workspace root (the name Codex, Gemini CLI and others
+read; CLAUDE.md or any other name is used through config or --instructions)."""
+OFFERS_NAME = "instruction-offers.json"
+"""Beside the pins: the content (sha256) of each found file the user said no to, by pin key."""
 
 
 @dataclass(frozen=True)
@@ -190,3 +205,56 @@ def attach(session: Any, outcome: Outcome) -> None:
     for kind, message, extra in outcome.notices:
         session.emit(ev.Notice.model_validate({"message": message, "kind": kind, **extra}))
     session.instructions = list(outcome.accepted)
+
+
+def offer_found(workspace: Path, files: list[tuple[Path, str, bool]], offer: Offer | None,
+                pins: Any = None, offers_path: Path | None = None
+                ) -> tuple[list[tuple[Path, str, bool]], list[tuple[str, str, dict[str, Any]]]]:
+    """`files` with the workspace's AGENTS.md added when the user trusts it (pinned before, or a
+    yes to `offer` now), and the notices to emit. Nothing is added when config or a flag
+    already names it, when it is absent, refused by the gate, a link, or declined before in
+    this very content. `offer` None: nobody can be asked, so a notice says how to use it."""
+    import os
+
+    from agent_cli.tools.pin_file import read_pin_file, write_pin_file
+    from agent_cli.tools.trust import PluginPins, pins_path
+    from agent_cli.trusted_input import InputMissing, InputRefused, open_trusted_text
+
+    ws = workspace.absolute()
+    here = os.path.normpath(ws / FOUND)
+    if any(os.path.normpath(os.path.join(root, name)) == here for root, name, _ in files):
+        return files, []
+    try:
+        got = open_trusted_text(ws, FOUND, max_bytes=MAX_BYTES, what="project instruction file")
+    except InputMissing:
+        return files, []
+    except InputRefused as e:
+        return files, [("instructions_refused", f"Project instructions: {e} It was not offered "
+                        "and nothing of it was passed to the model.", {"path": FOUND})]
+    store = pins if pins is not None else PluginPins()
+    use = [*files, (ws, FOUND, False)]
+    if store.pinned_key(got.key) is not None:
+        return use, []  # trusted before: used like a configured file (a change asks)
+    offers = offers_path or pins_path().with_name(OFFERS_NAME)
+    read = read_pin_file(offers)
+    declined = dict(read.data.get("declined", {})) if read.data is not None else {}
+    if declined.get(got.key) == got.sha256:
+        return files, []  # the user said no to exactly this content
+    size = f"{len(got.data):,} bytes"
+    if got.linked:
+        return files, [("instructions", f"Project instructions: {FOUND} is in the workspace but "
+                        "leads through a symbolic link, so it is not offered; `--instructions "
+                        f"{FOUND}` asks about it with its content shown.", {"path": FOUND})]
+    if offer is None:
+        return files, [("instructions", f"Project instructions: {FOUND} ({size}) is in the "
+                        "workspace and not used: `agent-cli chat` offers it once, or pass "
+                        f"`--instructions {FOUND}` (or config `instructions`).", {"path": FOUND})]
+    item = Instruction(got.real, FOUND, got.text, got.sha256, got.key, got.data)
+    if offer(item):
+        store.pin(got.key, got.data)  # exactly the bytes the question showed
+        return use, []
+    declined[got.key] = got.sha256
+    write_pin_file(offers, {"version": 1, "declined": declined})
+    return files, [("instructions", f"Project instructions: {FOUND} not used (you said no; "
+                    "asked again only when it changes). `--instructions AGENTS.md` uses it "
+                    "for one session.", {"path": FOUND})]

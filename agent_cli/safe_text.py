@@ -82,6 +82,11 @@ _BLANK_CLASS = " \\t\\xa0\\u1680\\u2000-\\u200a\\u202f\\u205f\\u2800\\u3000"
 _PAD_MIN_RUN = 16  # a run of this many blanks after text in a line is collapsed
 _INDENT_MIN_RUN = 64  # leading indentation is code's structure: only absurd runs
 _BLANK_LINES_MIN = 4  # "more than 3" consecutive blank lines are collapsed
+_ALIGN_MAX_RUN = 160
+"""In a tool's output (`keep_alignment`), a run of plain spaces shorter than this between text on
+one line is a program's column alignment (pytest's `....   [100%]`, `ls -l`, tables) and is kept as
+typed: at most two terminal lines of wrap, so it pushes nothing off screen. Longer runs, tabs,
+other blank characters and runs that end a line are still shown as counted markers."""
 
 # Branch order matters: at one position the first branch that matches wins.
 # "blank" starts at the line break that ends the previous line and takes the
@@ -199,11 +204,13 @@ class _Counts:
         self.padding_runs = 0
 
 
-def _walk(text: str, collapse_padding: bool, counts: _Counts | None) -> Iterator[tuple[str, bool]]:
+def _walk(text: str, collapse_padding: bool, counts: _Counts | None,
+          keep_alignment: bool = False) -> Iterator[tuple[str, bool]]:
     """Yield (piece, is_token) pairs covering ``text`` in order.
 
     One ``finditer`` pass over the string; plain text between matches is
-    yielded as a slice, so the cost is linear in the input.
+    yielded as a slice, so the cost is linear in the input (the alignment test looks only at
+    the characters either side of a run).
     """
     pattern = _COLLAPSING if collapse_padding else _NOT_COLLAPSING
     pos = 0
@@ -230,6 +237,8 @@ def _walk(text: str, collapse_padding: bool, counts: _Counts | None) -> Iterator
             yield "\n", False
         elif len(matched) < _INDENT_MIN_RUN and (start == 0 or text[start - 1] == "\n"):
             yield matched, False  # "pad", but it is ordinary indentation
+        elif keep_alignment and _is_alignment(text, start, m.end()):
+            yield matched, False  # "pad", but it is a program's columns
         else:  # "pad"
             if counts is not None:
                 counts.padding_runs += 1
@@ -237,6 +246,14 @@ def _walk(text: str, collapse_padding: bool, counts: _Counts | None) -> Iterator
         pos = m.end()
     if pos < len(text):
         yield text[pos:], False
+
+
+def _is_alignment(text: str, start: int, end: int) -> bool:
+    """The blank run text[start:end] is plain spaces, short, with text before it on its line and
+    text after it on the same line (not trailing padding, not a line of its own)."""
+    return (end - start < _ALIGN_MAX_RUN and start > 0 and text[start - 1] != "\n"
+            and end < len(text) and text[end] not in "\r\n"
+            and text.count(" ", start, end) == end - start)
 
 
 def _break_tokens(piece: str) -> Iterator[tuple[str, bool]]:
@@ -282,17 +299,20 @@ def is_blank(text: str) -> bool:
     return _ALL_BLANK.fullmatch(text) is not None
 
 
-def segments(text: str, *, collapse_padding: bool = True) -> list[Segment]:
+def segments(text: str, *, collapse_padding: bool = True,
+             keep_alignment: bool = False) -> list[Segment]:
     """Split ``text`` into plain and token segments, for styled rendering.
 
-    "\\n" and "\\t" are kept as they are so multi-line values stay readable.
+    "\\n" and "\\t" are kept as they are so multi-line values stay readable. With
+    ``keep_alignment`` (a tool's output, never what a person approves), short runs of spaces
+    between text on a line stay as typed (_ALIGN_MAX_RUN).
     """
-    return _merge(_walk(text, collapse_padding, None))
+    return _merge(_walk(text, collapse_padding, None, keep_alignment))
 
 
-def sanitize(text: str, *, collapse_padding: bool = True) -> str:
+def sanitize(text: str, *, collapse_padding: bool = True, keep_alignment: bool = False) -> str:
     """``text`` with every hidden or dangerous character shown as a token."""
-    return "".join(piece for piece, _ in _walk(text, collapse_padding, None))
+    return "".join(piece for piece, _ in _walk(text, collapse_padding, None, keep_alignment))
 
 
 def scan(text: str) -> Findings:
@@ -372,7 +392,7 @@ class Safe:
     _segments: tuple[Segment, ...]
 
     def __init__(self, text: str | Safe, *, line: bool = False, limit: int | None = None,
-                 collapse_padding: bool = True) -> None:
+                 collapse_padding: bool = True, keep_alignment: bool = False) -> None:
         parts: tuple[Segment, ...]
         if isinstance(text, Safe):
             parts = text._segments
@@ -382,7 +402,8 @@ class Safe:
         elif line or limit is not None:
             parts = tuple(one_line_segments(str(text), limit))
         else:
-            parts = tuple(segments(str(text), collapse_padding=collapse_padding))
+            parts = tuple(segments(str(text), collapse_padding=collapse_padding,
+                                   keep_alignment=keep_alignment))
         self._segments = parts
 
     @property

@@ -408,7 +408,7 @@ class CallRunner:
             redacted = self.redactor.text(content)
             if redacted != content:
                 hidden = hidden_kinds(content, redacted)
-                content = redacted + _hidden_note(hidden)
+                content = redacted + hidden_note(hidden)
         capped, truncated = cap_output(content, self.limits.output_cap)
         block = tool_result(call_id, capped, is_error, images or ())
         # Kept before it is logged: a stop raised by a sink (the log refusing the record) then
@@ -460,10 +460,11 @@ def _outside_choice(choice: str, name: str) -> str | None:
     return None
 
 
-def _hidden_note(kinds: list[str]) -> str:
-    """The mark in the result itself: the model learns that something was hidden, and why."""
+def hidden_note(kinds: list[str], what: str = "this result") -> str:
+    """The mark in the result itself: the model learns that something was hidden, and why.
+    (Also under what the user attaches to a message: a mentioned file, their shell output.)"""
     n = len(kinds)
-    return (f"\n\n[agent-cli hid {n} secret{'s' if n != 1 else ''} from this result "
+    return (f"\n\n[agent-cli hid {n} secret{'s' if n != 1 else ''} from {what} "
             f"({', '.join(sorted(set(kinds)))}) before sending it to you; the user can see "
             f"{'them' if n != 1 else 'it'}. Do not ask for {'them' if n != 1 else 'it'}.]")
 

@@ -201,6 +201,31 @@ def test_long_space_runs_inside_a_line_collapse() -> None:
     assert sanitize("a" + " " * 15 + "b") == "a" + " " * 15 + "b"
 
 
+PYTEST_LINE = "tests/test_calc.py ...." + " " * 68 + "[100%]"
+
+
+def test_a_programs_column_alignment_is_kept_in_tool_output() -> None:
+    """pytest pads its progress line to the terminal width: in a tool's output that is columns,
+    not hiding, so no marker. What the marker is for stays marked: runs long enough to push text
+    away, padding that ends a line, tabs and blank look-alikes."""
+    out = PYTEST_LINE + "\n1 passed in 0.01s"
+    assert sanitize(out, keep_alignment=True) == out
+    assert "⟨… 68 spaces …⟩" in sanitize(out)  # what a person approves: every run marked
+    table = "NAME" + " " * 20 + "STATUS\nweb" + " " * 21 + "Up 3 hours"
+    assert sanitize(table, keep_alignment=True) == table
+    hide = "ls" + " " * 3000 + "; rm -rf ~"
+    assert sanitize(hide, keep_alignment=True) == "ls⟨… 3000 spaces …⟩; rm -rf ~"
+    assert sanitize("ok" + " " * 159 + "x", keep_alignment=True) == "ok" + " " * 159 + "x"
+    assert sanitize("ok" + " " * 160 + "x", keep_alignment=True) == "ok⟨… 160 spaces …⟩x"
+    assert sanitize("done" + " " * 40 + "\nnext", keep_alignment=True) == \
+        "done⟨… 40 spaces …⟩\nnext"  # trailing padding
+    assert sanitize("done" + " " * 40, keep_alignment=True) == "done⟨… 40 spaces …⟩"
+    assert sanitize("a" + "\t" * 20 + "b", keep_alignment=True) == "a⟨… 20 tabs …⟩b"
+    assert sanitize("a" + "\u3000" * 16 + "b", keep_alignment=True) == \
+        "a⟨… 16 blank characters …⟩b"
+    assert sanitize("a\n" + " " * 400 + "x", keep_alignment=True) == "a\n⟨… 400 spaces …⟩x"
+
+
 def test_indentation_is_kept_unless_absurd() -> None:
     code = "x = {\n" + " " * 24 + "'deep': 1\n}"
     assert sanitize(code) == code

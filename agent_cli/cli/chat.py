@@ -82,7 +82,8 @@ def chat(
                 session.start()
             if signals.received is None:  # (a signal while the session was built: it ends)
                 read = _reader(session, term, signals, ps, first)
-                attach_instructions(session, instructions, term.confirm(console))
+                attach_instructions(session, instructions, term.confirm(console),
+                                    _offer(console) if term.interactive else None)
                 warm_up = getattr(session.provider, "warm_up", None)
                 if callable(warm_up) and term.interactive:
                     warm_up()
@@ -358,3 +359,10 @@ def _resumed_history(common: Common, resume: str | None, continue_: bool, consol
         said.append(safe(sentence, "yellow"))
     said.append(sessions.recap(history))
     return history, str(path.resolve()), notes, said
+
+
+def _offer(console: Console) -> Callable[..., bool]:
+    """The once-only question for an AGENTS.md found in the workspace (instructions.offer_found)."""
+    from agent_cli.ui.instructions_prompt import terminal_offer
+
+    return terminal_offer(console)

@@ -259,17 +259,20 @@ def open_session(
 
 
 def attach_instructions(session: Session, given: list[Path] | None,
-                        confirm: Callable[..., bool] | None) -> None:
+                        confirm: Callable[..., bool] | None,
+                        offer: Callable[..., bool] | None = None) -> None:
     """Project instructions named in config `instructions` or with --instructions (opt-in only;
-    see agent_cli/instructions.py). `confirm` asks about a changed file (None: no terminal)."""
+    see agent_cli/instructions.py). `confirm` asks about a changed file (None: no terminal);
+    `offer` asks once about an AGENTS.md found in the workspace (None: a notice says it is
+    there)."""
     from agent_cli import instructions as ins
 
     files = ins.resolve(session.settings.instructions, given or [], session.workspace)
-    if not files:
-        return
     try:
-        outcome = ins.load(files, confirm)
+        files, found = ins.offer_found(session.workspace, files, offer)
+        outcome = ins.load(files, confirm) if files else ins.Outcome([], [])
     except BaseException:
         session.close("error")
         raise
+    outcome.notices[:0] = found
     ins.attach(session, outcome)

@@ -177,9 +177,10 @@ def _diff(preview: str) -> str:
     return f'<pre class="diff">{"".join(lines)}</pre>'
 
 
-def _block(body: str, summary: str | None = None) -> str:
-    """Preformatted text, folded when long."""
-    pre = f"<pre>{text(body)}</pre>"
+def _block(body: str, summary: str | None = None, *, output: bool = False) -> str:
+    """Preformatted text, folded when long; `output` (a tool's result) keeps a program's column
+    alignment as printed (safe_text.segments)."""
+    pre = f"<pre>{text(body, keep_alignment=output)}</pre>"
     if summary is None:
         return pre
     return f"<details><summary>{text(summary)}</summary>{pre}</details>"
@@ -282,7 +283,7 @@ class HtmlView:
                         + (" · error" if event.is_error else ""))
                 cls = "result error" if event.is_error else "result"
                 w(f'<div class="{cls}"><div class="head">{text(head)}</div>'
-                  f"{_block(event.content, _fold_summary(event.content))}</div>")
+                  f"{_block(event.content, _fold_summary(event.content), output=True)}</div>")
             case ev.ErrorEvent():
                 w(f'<div class="event error-box">error ({text(event.kind)}): '
                   f"{text(event.message)}</div>")
@@ -300,6 +301,9 @@ class HtmlView:
             case ev.Notice():
                 w(f'<div class="event dim">notice ({text(event.kind)}): '
                   f"{text(event.message)}</div>")
+                if (shell := event.user_shell()) is not None and shell.output:
+                    w(f'<div class="result">'
+                      f"{_block(shell.output, _fold_summary(shell.output), output=True)}</div>")
             case ev.Effects() | ev.Undo():
                 what = ("effects of " + event.id if isinstance(event, ev.Effects)
                         else "undo " + event.id + " of " + ", ".join(event.undid))
@@ -340,11 +344,11 @@ class HtmlView:
                     f"{text(event.decision)} by {text(event.by)}{text(reason)}</div>")
         request = call_of(event, self.proposed.get(event.id), self.sources.get(event.name, ""),
                           ordered=False)
-        answer = "y" if event.decision == "approved" else \
-            "n" + (f" {event.reason}" if event.reason else "")
+        # The log keeps the decision and the reason, not the keys typed: the page says what it
+        # holds and invents no answer ("sure" denied is not "n sure"; "yes" is not "y").
         cls = "approved" if event.decision == "approved" else "denied"
         return (f"{panel_html(request)}"
-                f'<div class="prompt">Run this? [y/N] <b>{text(answer)}</b></div>'
+                '<div class="prompt">Run this? [y/N]</div>'
                 f'<div class="decision {cls}">{text(event.decision)} by {text(event.by)}'
                 f"{text(reason)}</div>")
 

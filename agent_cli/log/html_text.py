@@ -38,11 +38,11 @@ _PARSER_NESTING = 64
 reaches it is shown as plain text (nothing hidden)."""
 
 
-def text(value: str, *, collapse_padding: bool = True) -> str:
+def text(value: str, *, collapse_padding: bool = True, keep_alignment: bool = False) -> str:
     """`value` sanitised for display and escaped for HTML; the sanitiser's tokens are wrapped in
     `<span class="tok">` so they cannot pass for the characters they stand for."""
     out: list[str] = []
-    for seg in segments(value, collapse_padding=collapse_padding):
+    for seg in segments(value, collapse_padding=collapse_padding, keep_alignment=keep_alignment):
         escaped = html.escape(seg.text, quote=True)
         out.append(f'<span class="tok">{escaped}</span>' if seg.token else escaped)
     return "".join(out)

@@ -92,7 +92,10 @@ class Renderer:
             case ev.Effects():
                 self._effects[event.id] = event
             case ev.Notice():
-                c.print(safe(event.message, "yellow"))
+                if (shell := event.user_shell()) is not None:
+                    self._user_shell(event.message, shell)
+                else:
+                    c.print(safe(event.message, "yellow"))
             case ev.ErrorEvent():
                 self._end_stream()
                 c.print(safe(event.message, "bold red"))
@@ -119,13 +122,23 @@ class Renderer:
 
         shown, cut = head_tail(event.content)
         mark = Text("  ✗ ", style="red") if event.is_error else Text("  ✓ ", style="green")
-        body = safe(shown, "red" if event.is_error else "dim")
+        # a program's columns (pytest's `....   [100%]`) are not padding: kept as printed
+        body = safe(shown, "red" if event.is_error else "dim", keep_alignment=True)
         self.console.print(mark + body)
         if cut:
             self.console.print(Text(f"    (+{cut:,} more lines, "
                                     f"{event.duration:.2f} s)", style="dim"))
         if event.hidden:
             self.console.print(hidden_line(event.hidden, self._results if self.repl else None))
+
+
+    def _user_shell(self, message: str, shell: ev.UserShell) -> None:
+        """The user's own `!` command: its output as printed (columns kept), then one line."""
+        if shell.output:
+            self.console.print(safe(shell.output.rstrip("\n"), keep_alignment=True))
+        self.console.print(safe(message, "dim"))
+        if shell.hidden:
+            self.console.print(hidden_line(shell.hidden, None))
 
 
 def hidden_line(kinds: list[str], number: int | None) -> Text:

@@ -233,6 +233,13 @@ def cmd_compact(session: Session, arg: str) -> RenderableType:
     return safe("Summary now in the context:\n" + result.summary, "dim")
 
 
+def cmd_init(session: Session, arg: str) -> Retry:
+    """Ask the model to draft an AGENTS.md from the workspace (you approve it in the panel)."""
+    from agent_cli.ui.outgoing import INIT_PROMPT
+
+    return Retry(INIT_PROMPT)
+
+
 def cmd_mcp(session: Session, arg: str) -> RenderableType | Retry:
     """MCP servers, their state and tools; `/mcp accept NAME` offers a server's changed tools
     again."""
@@ -284,6 +291,7 @@ COMMANDS: dict[str, Command] = {
     "/mcp": cmd_mcp,
     "/skills": cmd_skills,
     "/undo": cmd_undo,
+    "/init": cmd_init,
     "/redo": cmd_redo,
     "/exit": cmd_exit,
     "/quit": cmd_exit,
@@ -441,6 +449,9 @@ def run_repl(session: Session, console: Console, read: Callable[..., str], *,
         leaving = False
         if not line.strip():
             continue
+        from agent_cli.ui.outgoing import prepare  # `!cmd` runs here, `@path` files attach
+        if not (line := prepare(session, console, line)):
+            continue  # nothing to send: a `!cmd` ran
         if is_command(line):
             try:
                 out = dispatch(session, line)

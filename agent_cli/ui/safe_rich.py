@@ -20,9 +20,12 @@ from agent_cli.safe_text import Safe
 TOKEN_STYLE = "reverse yellow"
 
 
-def safe(text: str | Safe, style: str = "", *, collapse_padding: bool = True) -> Text:
-    """`text` sanitised (line breaks kept), as Rich Text with its tokens highlighted."""
-    return _rich(Safe(text, collapse_padding=collapse_padding), style)
+def safe(text: str | Safe, style: str = "", *, collapse_padding: bool = True,
+         keep_alignment: bool = False) -> Text:
+    """`text` sanitised (line breaks kept), as Rich Text with its tokens highlighted;
+    `keep_alignment` for a tool's output (safe_text.segments)."""
+    return _rich(Safe(text, collapse_padding=collapse_padding, keep_alignment=keep_alignment),
+                 style)
 
 
 def safe_line(text: str | Safe, limit: int | None = None, style: str = "") -> Text:

@@ -432,7 +432,7 @@ def test_screenshot_of_a_normal_session(chromium: str, tmp_path: Path) -> None:
     assert "signed with this user&#x27;s log key" in source
     dom = Dom(dump_dom(chromium, tmp_path, page))
     shown = dom.all_text
-    for needle in ("Approve call toolu_2", "edit_file", "Run this? [y/N] y", "approved by user",
+    for needle in ("Approve call toolu_2", "edit_file", "Run this? [y/N]", "approved by user",
                    "denied by user: keep my notes", "tidy notes.txt", "Done", "edited notes.txt",
                    "-alpha", "+ALPHA", "\\x1b", "model requests"):
         assert needle in shown, needle
