@@ -378,7 +378,7 @@ def check(paths: list[Path]) -> tuple[list[str], list[str]]:
 
 def test_the_scan_covers_the_ui_and_replay_modules() -> None:
     names = {p.relative_to(PACKAGE).as_posix() for p in rich_modules()}
-    assert {"ui/panel.py", "ui/render.py", "ui/repl.py", "ui/views/replay.py",
+    assert {"ui/panel.py", "ui/render.py", "ui/repl.py", "ui/commands.py", "ui/views/replay.py",
             "ui/views/rerun_report.py"} <= names
 
 

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from agent_cli.conversation import History
     from agent_cli.session import Session
     from agent_cli.signals import TerminationSignals
-    from agent_cli.ui.repl import TurnState
+    from agent_cli.ui.commands import TurnState
     from agent_cli.ui.startup import FirstFrame, FirstInput
     from agent_cli.ui.status import TerminalView
     from agent_cli.ui.terminal import Terminal
@@ -206,8 +206,8 @@ def _open(common: Common, term: Terminal, signals: TerminationSignals, plain: bo
     nothing, so it can run behind the first prompt (ui/startup.py)."""
     from rich.console import Console
 
+    from agent_cli.ui.commands import TurnState
     from agent_cli.ui.render import Renderer
-    from agent_cli.ui.repl import TurnState
     from agent_cli.ui.status import TerminalView
     from agent_cli.ui.turns import TerminalTurns
 

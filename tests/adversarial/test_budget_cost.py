@@ -18,7 +18,7 @@ from agent_cli.config import Settings
 from agent_cli.providers.scripted import ScriptedProvider
 from agent_cli.session import Session
 from agent_cli.tools.loader import load_tools
-from agent_cli.ui.repl import cmd_model
+from agent_cli.ui.commands import cmd_model
 from tests.fakes.anthropic_server import FakeAnthropic, text_reply
 from tests.providers.test_anthropic_e2e import no_traceback, run_cli
 from tests.scripts import text

@@ -266,7 +266,7 @@ def test_description_shown_sanitised_and_in_full(tmp_path: Path, kind: str) -> N
 def test_repl_tools_command_shows_descriptions_sanitised(harness: Harness, tmp_path: Path,
                                                           name: str) -> None:
     """`/tools` in the REPL shortens each description to one line, with the cut counted."""
-    from agent_cli.ui.repl import cmd_tools
+    from agent_cli.ui.commands import cmd_tools
 
     from .conftest import make_console
 

@@ -21,7 +21,7 @@ from agent_cli.providers.scripted import FunctionProvider, ScriptedProvider
 from agent_cli.session import Session, load_registry, make_provider
 from agent_cli.tools.base import Tool, ToolContext
 from agent_cli.tools.registry import Registry
-from agent_cli.ui.repl import dispatch
+from agent_cli.ui.commands import dispatch
 from tests.fakes.openai_server import FakeOpenAI, text_reply, tool_reply
 
 BIG = 100_000

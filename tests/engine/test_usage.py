@@ -16,7 +16,8 @@ from agent_cli.config import Settings
 from agent_cli.providers.scripted import ScriptedProvider
 from agent_cli.session import Session
 from agent_cli.tools.registry import Registry
-from agent_cli.ui.repl import dispatch, run_repl
+from agent_cli.ui.commands import dispatch
+from agent_cli.ui.repl import run_repl
 from agent_cli.usage import UsageMeter, cost_of, price_for
 from tests.scripts import make_session, started
 

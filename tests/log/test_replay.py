@@ -98,8 +98,8 @@ def replay_text(log: Path, **kw: Any) -> str:
     return out
 
 
-REPLAY_ONLY = re.compile(r"^(── turn \d+ ──$|› |Run .*\? \[y/N\] |\(session ended|replay of "
-                         r"|agent-cli · )")
+REPLAY_ONLY = re.compile(r"^(── turn \d+ ──$|› |Run .*\? \[y/N\] ?$|(approved|denied) by user"
+                         r"|\(session ended|replay of |agent-cli · )")
 
 
 def test_replay_shows_what_the_live_terminal_showed(tmp_path: Path) -> None:
@@ -118,9 +118,10 @@ def test_replay_shows_what_the_live_terminal_showed(tmp_path: Path) -> None:
     body = lines[next(i for i, line in enumerate(lines) if line.startswith("› ")):]
     kept = [line for line in body if not REPLAY_ONLY.match(line)]
     assert kept == recorded_console.splitlines()
-    # what replay adds: the prompts as typed and the answer given at each panel
+    # what replay adds: the prompts as typed and the decision recorded at each panel
     assert "› summarise notes.txt into summary.txt" in shown
-    assert "Run write_file on summary.txt (CREATE, 1 line)? [y/N] y" in shown
+    assert re.search(r"Run write_file on summary\.txt \(CREATE, 1 line\)\? \[y/N\] ?\n"
+                     r"approved by user\n", shown)
     assert "CREATE new file summary.txt" in shown  # the preview, as the panel showed it
     assert "\x1b" not in shown and "\\x1b[31m" in shown  # escapes stay visible tokens
 
@@ -128,8 +129,9 @@ def test_replay_shows_what_the_live_terminal_showed(tmp_path: Path) -> None:
 def test_recorded_session_replays_with_panels_decisions_and_results() -> None:
     shown = replay_text(DATA / "session_edit.jsonl")
     assert shown.count("Approve call") == 2
-    assert "? [y/N] y" in shown and "? [y/N] n keep my notes" in shown
-    assert "Denied." in shown
+    # The decision as recorded, never an invented answer ("n keep my notes" was not typed so).
+    assert "approved by user" in shown and "denied by user: keep my notes" in shown
+    assert "[y/N] y" not in shown and "[y/N] n" not in shown
     assert "→ read_file" in shown and "✓ alpha" in shown
     assert "42" in shown and "[bold]not markup[/bold]" in shown
     assert "\x1b" not in shown

@@ -18,7 +18,7 @@ from prompt_toolkit.history import InMemoryHistory
 from prompt_toolkit.input import PipeInput, create_pipe_input
 from prompt_toolkit.output import DummyOutput
 
-from agent_cli.ui import repl
+from agent_cli.ui import commands, repl
 from agent_cli.ui.completion import ReplCompleter
 from agent_cli.ui.keys import TypedAhead, plain_keys
 from agent_cli.ui.line_editor import EmptyLineInterrupt, prompt_session
@@ -73,9 +73,9 @@ def _complete(completer: ReplCompleter, text: str) -> list[str]:
 
 
 def test_commands_complete_from_the_command_table(workspace: Path) -> None:
-    completer = ReplCompleter(repl.command_lines, workspace)
+    completer = ReplCompleter(commands.command_lines, workspace)
     assert _complete(completer, "/he") == ["/help"]
-    assert set(_complete(completer, "/")) == {name for name, _ in repl.command_lines()}
+    assert set(_complete(completer, "/")) == {name for name, _ in commands.command_lines()}
     assert _complete(completer, "/help more") == []  # past the command's name
     assert _complete(completer, "say /he") == []  # only at the start of the line
 
@@ -95,7 +95,7 @@ def test_paths_complete_inside_the_workspace_only(workspace: Path, tmp_path: Pat
     state = workspace / "agent-state"
     state.mkdir()
     monkeypatch.setenv("AGENT_CLI_HOME", str(state))  # agent-cli's own state, in the workspace
-    completer = ReplCompleter(repl.command_lines, workspace)
+    completer = ReplCompleter(commands.command_lines, workspace)
 
     assert _complete(completer, "look at @") == ["@readme.md", "@src/", "@src-link/"]
     assert _complete(completer, "@src/m") == ["@src/main.py", "@src/mod.py"]

@@ -24,7 +24,7 @@ from agent_cli.providers.scripted import ScriptedProvider
 from agent_cli.session import Session
 from agent_cli.tools.base import Tool, ToolContext
 from agent_cli.tools.loader import load_tools
-from agent_cli.ui import repl
+from agent_cli.ui import commands, repl
 from agent_cli.ui.render import Renderer
 
 
@@ -51,7 +51,7 @@ class Rig:
         self.session = Session(settings, workspace=workspace, provider=self.provider,
                                registry=registry,
                                approver=ScriptedApprover(answers),
-                               sinks=[repl.TurnState(), Renderer(self.console)],
+                               sinks=[commands.TurnState(), Renderer(self.console)],
                                log_path=self.log_path)
         self.session.start()
 
@@ -94,11 +94,11 @@ def end_turn(text: str, usage: dict[str, int] | None = None) -> dict[str, Any]:
 
 def test_help_names_the_keys_and_every_command(rig: Callable[..., Rig]) -> None:
     r = rig()
-    out = shown(r.console, repl.dispatch(r.session, "/help"))
+    out = shown(r.console, commands.dispatch(r.session, "/help"))
     for key in ("Alt-Enter", "Esc then Enter", "Ctrl-J", "Ctrl-C", "Ctrl-D", "y (or yes)",
                 "Reason (optional):"):
         assert key in out
-    for name, fn in repl.COMMANDS.items():
+    for name, fn in commands.COMMANDS.items():
         if name == "/quit":
             continue
         assert name in out
@@ -107,7 +107,7 @@ def test_help_names_the_keys_and_every_command(rig: Callable[..., Rig]) -> None:
 
 def test_tools_lists_each_tool_with_its_effect(rig: Callable[..., Rig]) -> None:
     r = rig()
-    out = shown(r.console, repl.cmd_tools(r.session, ""))
+    out = shown(r.console, commands.cmd_tools(r.session, ""))
     rows = {line.split()[0]: line.split()[1] for line in out.splitlines()[1:] if line.strip()
             and line.split()[0] in r.session.registry.names()}
     assert rows["read_file"] == "read"
@@ -149,7 +149,7 @@ def test_skills_lists_each_skill_with_its_state(rig: Callable[..., Rig], tmp_pat
 
 def test_skills_without_skills_dirs_says_so(rig: Callable[..., Rig]) -> None:
     r = rig()
-    out = " ".join(shown(r.console, repl.dispatch(r.session, "/skills")).split())
+    out = " ".join(shown(r.console, commands.dispatch(r.session, "/skills")).split())
     assert "No skills: config skills_dirs names no folder with a SKILL.md." in out
 
 
@@ -174,7 +174,7 @@ def test_tools_escapes_a_hostile_description(rig: Callable[..., Rig]) -> None:
     r.session.registry.add(Tool(name="sneaky", description="fine\x1b[2J[bold]x[/bold]",
                                 args=_NoArgs, run=lambda a, c: "", effect="write"))
     console = recording_console()
-    console.print(repl.cmd_tools(r.session, ""))
+    console.print(commands.cmd_tools(r.session, ""))
     raw = console.file.getvalue()  # type: ignore[attr-defined]
     assert "\x1b[2J" not in raw
     assert "\\x1b" in raw
@@ -185,7 +185,7 @@ def test_clear_forgets_the_conversation_but_the_log_keeps_it(rig: Callable[..., 
     r = rig([end_turn("first answer")])
     r.session.send("remember this")
     assert r.session.history
-    out = shown(r.console, repl.dispatch(r.session, "/clear"))
+    out = shown(r.console, commands.dispatch(r.session, "/clear"))
     assert "cleared" in out
     assert r.session.history == []
     events = r.events()
@@ -195,31 +195,31 @@ def test_clear_forgets_the_conversation_but_the_log_keeps_it(rig: Callable[..., 
 
 def test_log_shows_the_path(rig: Callable[..., Rig]) -> None:
     r = rig()
-    out = shown(recording_console(), repl.dispatch(r.session, "/log"))
+    out = shown(recording_console(), commands.dispatch(r.session, "/log"))
     assert str(r.log_path) in out.replace("\n", "")
 
 
 def test_usage_reports_the_tokens_of_the_session(rig: Callable[..., Rig]) -> None:
     r = rig([end_turn("hi", {"input_tokens": 1234, "output_tokens": 56})])
     r.session.send("hello")
-    out = shown(recording_console(), repl.dispatch(r.session, "/usage"))
+    out = shown(recording_console(), commands.dispatch(r.session, "/usage"))
     assert "1,234" in out or "1234" in out
     assert "56" in out
 
 
 def test_exit_and_quit_end_the_repl_and_names_ignore_case(rig: Callable[..., Rig]) -> None:
     r = rig()
-    assert repl.dispatch(r.session, "/exit") is repl.EXIT
-    assert repl.dispatch(r.session, "/quit") is repl.EXIT
-    assert repl.dispatch(r.session, "  /EXIT  ") is repl.EXIT
-    assert "Commands:" in shown(recording_console(), repl.dispatch(r.session, "/Help"))
+    assert commands.dispatch(r.session, "/exit") is commands.EXIT
+    assert commands.dispatch(r.session, "/quit") is commands.EXIT
+    assert commands.dispatch(r.session, "  /EXIT  ") is commands.EXIT
+    assert "Commands:" in shown(recording_console(), commands.dispatch(r.session, "/Help"))
 
 
 def test_unknown_command_says_which_exist_and_escapes_the_name(
         rig: Callable[..., Rig]) -> None:
     r = rig()
     console = recording_console()
-    console.print(repl.dispatch(r.session, "/bogus\x1b[2J now"))
+    console.print(commands.dispatch(r.session, "/bogus\x1b[2J now"))
     raw = console.file.getvalue()  # type: ignore[attr-defined]
     assert "Unknown command /bogus\\x1b" in console.export_text()
     assert "\x1b[2J" not in raw
@@ -323,8 +323,8 @@ def test_a_path_is_a_message_not_a_command(rig: Callable[..., Rig]) -> None:
     assert "ABOUT-HOSTS" in out
     assert "Unknown command /nope" in out
     assert len(r.provider.requests) == 1
-    assert repl.is_command("/help") and repl.is_command("  /TOOLS x")
-    assert not repl.is_command("/etc/hosts") and not repl.is_command("hello /help")
+    assert commands.is_command("/help") and commands.is_command("  /TOOLS x")
+    assert not commands.is_command("/etc/hosts") and not commands.is_command("hello /help")
 
 
 def test_history_is_a_file_unless_it_cannot_be_written(tmp_path: Path) -> None:
@@ -352,10 +352,10 @@ def test_show_prints_a_result_whole_or_says_what_exists(rig: Callable[..., Rig])
     r.session.emit(ev.ToolResultEvent(id="toolu_x", name="read_file", is_error=False,
                                       content=content))
     for key in ("1", "last", "toolu_x"):
-        whole = shown(recording_console(), repl.dispatch(r.session, f"/show {key}"))
+        whole = shown(recording_console(), commands.dispatch(r.session, f"/show {key}"))
         assert all(f"line {i} \\x1b[31m" in whole for i in range(50)), key
     raw = recording_console()
-    raw.print(repl.dispatch(r.session, "/show 1"))
+    raw.print(commands.dispatch(r.session, "/show 1"))
     assert "\x1b[31m" not in raw.file.getvalue()  # type: ignore[attr-defined]
 
 

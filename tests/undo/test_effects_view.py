@@ -88,7 +88,7 @@ def test_nothing_changed_prints_no_line() -> None:
 def test_show_prints_the_diff_after_the_result(ws: Path, tmp_path: Path) -> None:
     from types import SimpleNamespace
 
-    from agent_cli.ui.repl import TurnState, cmd_show
+    from agent_cli.ui.commands import TurnState, cmd_show
 
     seen = run_session(ws, tmp_path / "s.jsonl", [("toolu_c", "run_command",
                                                    sh("printf 'ONE\\n' > a.txt"))])

@@ -84,10 +84,9 @@ class TextView:
             return  # read-only calls showed no panel; rule and policy denials print as live
         request = call_of(event, self.proposed.get(event.id), self.sources.get(event.name, ""))
         self.console.print(approval_panel(request))
-        if event.decision == "approved":
-            answer = "y"
-        else:
-            answer = "n" + (f" {event.reason}" if event.reason else "")
-        self.console.print(safe(prompt_line(request)) + safe(answer, "bold"))
-        if event.decision == "denied":
-            self.console.print(Text("Denied.", style="red"))
+        # The log keeps the decision and the reason, not the keys typed: the replay says what it
+        # holds and invents no answer (a "sure" that denied is not "n sure"), as the HTML export.
+        self.console.print(safe(prompt_line(request)))
+        reason = f": {event.reason}" if event.reason else ""
+        self.console.print(safe(f"{event.decision} by {event.by}{reason}",
+                                "green" if event.decision == "approved" else "red"))
