@@ -155,7 +155,7 @@ def run_repl(session: Session, console: Console, read: Callable[..., str], *,
                 if leaving:
                     break
                 leaving = True
-                console.print(Text(EXIT_HINT, style="dim"))
+                console.print(safe(EXIT_HINT, "dim"))
                 continue
             except KeyboardInterrupt:
                 leaving = False

@@ -105,7 +105,7 @@ def test_recorded_killed_session_verifies_with_a_warning_and_resumes() -> None:
     assert rebuilt.interrupted == ["toolu_02"]
     assert rebuilt.history[-1]["content"][-1]["content"] == "interrupted; outcome unknown"
     result = runner.invoke(app, ["replay", str(log)], env={"COLUMNS": "100"})
-    assert "Approve call toolu_02" in result.stdout and "? [y/N] y" in result.stdout
+    assert "Approve call toolu_02" in result.stdout and "approved by user" in result.stdout
 
 
 def test_resume_writes_a_new_log_that_names_the_old_one(workspace: Path, tmp_path: Path,
