@@ -18,11 +18,10 @@ from __future__ import annotations
 
 import ctypes
 import os
-import secrets
 import subprocess
+import tempfile
 import threading
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,10 +30,16 @@ CLONE_FS = 0x00000200
 CLONE_NEWNS = 0x00020000
 MS_REC = 16384
 MS_PRIVATE = 1 << 18
+MS_NOSUID = 2
+MS_NODEV = 4
+OPTIONS = ""
+"""More overlay mount options (none: the kernel's defaults)."""
 
 
 def _libc() -> ctypes.CDLL:
-    return ctypes.CDLL(None, use_errno=True)
+    from agent_cli.sandbox.landlock import libc
+
+    return libc()
 
 
 def _err(what: str) -> OSError:
@@ -42,40 +47,75 @@ def _err(what: str) -> OSError:
     return OSError(e, f"{what}: {os.strerror(e)}")
 
 
-def enter(workspace: str, upper: str, work: str) -> None:
-    """In the calling thread: a private mount namespace with the overlay over `workspace`."""
+def enter(workspace: str, layer: Layer) -> None:
+    """In the calling thread: a private mount namespace with `layer`'s tmpfs over its base and
+    the overlay over `workspace`."""
     libc = _libc()
     if libc.unshare(CLONE_NEWNS | CLONE_FS) != 0:
         raise _err("mount namespace")
     if libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None) != 0:
         raise _err("private mounts")
-    opts = f"lowerdir={workspace},upperdir={upper},workdir={work}".encode()
+    base = str(layer.base)
+    if libc.mount(b"agent-cli-layer", base.encode(), b"tmpfs", MS_NOSUID | MS_NODEV,
+                  b"mode=0700") != 0:
+        raise _err("tmpfs")
+    os.mkdir(f"{base}/upper", 0o700)
+    os.mkdir(f"{base}/work", 0o700)
+    layer.fd = os.open(base, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    opts = f"lowerdir={workspace},upperdir={base}/upper,workdir={base}/work{OPTIONS}".encode()
     if libc.mount(b"overlay", workspace.encode(), b"overlay", 0, opts) != 0:
         raise _err("overlayfs")
 
 
-@dataclass
 class Layer:
-    """The upper and work folders of one command (private, outside the workspace)."""
+    """The upper and work folders of one command: a tmpfs of its own, mounted over `base` (a
+    private folder outside the workspace) inside the command's mount namespace only, and
+    reached from agent-cli through an fd (`/proc/self/fd/N`): nothing is made or removed on
+    disk per command, and closing the fd frees it."""
 
-    root: Path
-    upper: Path
-    work: Path
+    def __init__(self, base: Path) -> None:
+        self.base = base
+        self.fd = -1
+        """An O_PATH fd of the tmpfs root, opened by `enter` (-1: not mounted yet, or freed)."""
 
     @classmethod
     def make(cls, base: Path) -> Layer:
-        base.mkdir(parents=True, exist_ok=True, mode=0o700)
-        root = base / secrets.token_hex(8)
-        root.mkdir(mode=0o700)
-        upper, work = root / "upper", root / "work"
-        upper.mkdir(mode=0o700)
-        work.mkdir(mode=0o700)
-        return cls(root, upper, work)
+        if base not in _BASES:
+            base.mkdir(parents=True, exist_ok=True, mode=0o700)
+            _BASES.add(base)
+        return cls(base)
+
+    @property
+    def upper(self) -> Path:
+        """The upper folder, as agent-cli reaches it (only while the layer is held)."""
+        if self.fd < 0:
+            raise FileNotFoundError(f"the layer over {self.base} is not mounted")
+        return Path(f"/proc/self/fd/{self.fd}/upper")
+
+    def keep(self, dest: Path) -> Path:
+        """Copy the upper folder to `dest` on disk (when its changes could not be applied, so
+        they are not lost with the layer): files, links and folders; a deletion (a whiteout)
+        has no content to keep. Returns `dest`."""
+        import shutil
+        import stat
+
+        def copy(src: str, dst: str) -> str:
+            if stat.S_ISREG(os.lstat(src).st_mode):
+                return str(shutil.copy2(src, dst, follow_symlinks=False))
+            return dst
+
+        shutil.copytree(self.upper, dest, symlinks=True, copy_function=copy)
+        return dest
 
     def remove(self) -> None:
-        import shutil
+        """Let the layer go: its memory is freed once no process of its namespace is left."""
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
 
-        shutil.rmtree(self.root, ignore_errors=True)
+
+_BASES: set[Path] = set()
+"""Base folders known to exist (one `mkdir` per session, not per command)."""
 
 
 def popen_in_layer(layer: Layer, workspace: Path, argv: list[str], *,
@@ -87,7 +127,7 @@ def popen_in_layer(layer: Layer, workspace: Path, argv: list[str], *,
 
     def run() -> None:
         try:
-            enter(str(workspace), str(layer.upper), str(layer.work))
+            enter(str(workspace), layer)
             if confine is not None:
                 confine()
             out.append(subprocess.Popen(argv, **kwargs))
@@ -99,6 +139,7 @@ def popen_in_layer(layer: Layer, workspace: Path, argv: list[str], *,
     thread.join()
     result = out[0]
     if isinstance(result, BaseException):
+        layer.remove()
         raise result
     proc: subprocess.Popen[bytes] = result
     return proc
@@ -130,14 +171,14 @@ def available(base: Path) -> tuple[bool, str]:
     if os.environ.get(ENV, "").lower() in ("off", "0", "no"):
         return False, f"{ENV}=off"
     if _AVAILABLE is None:
-        layer = Layer.make(base)
-        lower = layer.root / "lower"
-        lower.mkdir()
+        base.mkdir(parents=True, exist_ok=True, mode=0o700)
+        lower = Path(tempfile.mkdtemp(prefix="probe-", dir=base))
+        layer = Layer(Path(tempfile.mkdtemp(prefix="probe-", dir=base)))
         failure: list[OSError] = []
 
         def attempt() -> None:  # the namespace goes with the thread
             try:
-                enter(str(lower), str(layer.upper), str(layer.work))
+                enter(str(lower), layer)
             except OSError as e:
                 failure.append(e)
 
@@ -145,5 +186,7 @@ def available(base: Path) -> tuple[bool, str]:
         thread.start()
         thread.join()
         layer.remove()
+        os.rmdir(layer.base)
+        os.rmdir(lower)
         _AVAILABLE = (False, str(failure[0])) if failure else (True, "")
     return _AVAILABLE
