@@ -133,10 +133,7 @@ def build_ruleset(abi: int, *, rules: Iterable[tuple[str, str]],
     as /dev/null); TCP denied unless `network`. Paths that do not exist are left out."""
     handled = fs_handled(abi)
     rights = {"read": READ_RIGHTS & handled, "list": FS_READ_DIR, "write": handled}
-    attr = RulesetAttr(handled, net_handled(abi, network), scoped(abi))
-    size = ctypes.sizeof(RulesetAttr) if abi >= 6 else (16 if abi >= 4 else 8)
-    fd = _check(libc().syscall(_L(SYS_CREATE_RULESET), ctypes.byref(attr), _L(size), _L(0)),
-                "landlock_create_ruleset")
+    fd = _create(abi, network)
     try:
         for path, grant in rules:
             _add_path(fd, path, rights[grant])
@@ -148,21 +145,93 @@ def build_ruleset(abi: int, *, rules: Iterable[tuple[str, str]],
     return fd
 
 
-def _add_path(ruleset_fd: int, path: str, allowed: int) -> None:
+def _open_rule(path: str, allowed: int) -> tuple[int, int] | None:
+    """(an O_PATH fd of `path`, the rights a rule on it may grant); None when it does not
+    exist or the grant means nothing there (a "list" grant on a file)."""
     try:
         target = os.open(path, os.O_PATH | os.O_CLOEXEC)
     except (FileNotFoundError, NotADirectoryError, PermissionError):
-        return
-    try:
-        if not stat.S_ISDIR(os.fstat(target).st_mode):
-            allowed &= FILE_RIGHTS
-            if not allowed:  # a "list" grant means nothing on a file
-                return
-        rule = PathBeneathAttr(allowed, target)
-        _check(libc().syscall(_L(SYS_ADD_RULE), _L(ruleset_fd), _L(RULE_PATH_BENEATH),
-                              ctypes.byref(rule), _L(0)), f"landlock_add_rule({path})")
-    finally:
-        os.close(target)
+        return None
+    if not stat.S_ISDIR(os.fstat(target).st_mode):
+        allowed &= FILE_RIGHTS
+        if not allowed:
+            os.close(target)
+            return None
+    return target, allowed
+
+
+def _add_fd(ruleset_fd: int, target: int, allowed: int, path: str) -> None:
+    rule = PathBeneathAttr(allowed, target)
+    _check(libc().syscall(_L(SYS_ADD_RULE), _L(ruleset_fd), _L(RULE_PATH_BENEATH),
+                          ctypes.byref(rule), _L(0)), f"landlock_add_rule({path})")
+
+
+def _add_path(ruleset_fd: int, path: str, allowed: int) -> None:
+    opened = _open_rule(path, allowed)
+    if opened is not None:
+        try:
+            _add_fd(ruleset_fd, opened[0], opened[1], path)
+        finally:
+            os.close(opened[0])
+
+
+def _create(abi: int, network: bool) -> int:
+    attr = RulesetAttr(fs_handled(abi), net_handled(abi, network), scoped(abi))
+    size = ctypes.sizeof(RulesetAttr) if abi >= 6 else (16 if abi >= 4 else 8)
+    return _check(libc().syscall(_L(SYS_CREATE_RULESET), ctypes.byref(attr), _L(size), _L(0)),
+                  "landlock_create_ruleset")
+
+
+HOLD_MAX = 256
+"""At most this many rules are held open (a crowded folder's allow-list can run to thousands:
+the rest are opened at each build, within the usual limit of 1,024 open files)."""
+
+
+class Prepared:
+    """A ruleset to build again and again, each time after a mount over `inside` (an overlay
+    over the workspace): the rules on paths outside it name the same files in every mount
+    namespace, so they are opened once (held as O_PATH fds until `close`); the ones inside are
+    opened at each `build`, where they name the merged view. Saves the opens of every rule per
+    command."""
+
+    def __init__(self, abi: int, *, rules: Iterable[tuple[str, str]],
+                 write_files: Iterable[str] = (), network: bool, inside: str) -> None:
+        self.abi, self.network = abi, network
+        handled = fs_handled(abi)
+        rights = {"read": READ_RIGHTS & handled, "list": FS_READ_DIR, "write": handled}
+        wanted = [(p, rights[g]) for p, g in rules]
+        wanted += [(p, (FS_READ_FILE | FS_WRITE_FILE | FS_TRUNCATE) & handled)
+                   for p in write_files]
+        root = inside.rstrip("/") + "/"
+        self.later = [(p, a) for p, a in wanted if p == inside or p.startswith(root)]
+        self.held: list[tuple[int, int, str]] = []
+        for path, allowed in wanted:
+            if path == inside or path.startswith(root):
+                continue
+            if len(self.held) >= HOLD_MAX:
+                self.later.append((path, allowed))
+                continue
+            opened = _open_rule(path, allowed)
+            if opened is not None:
+                self.held.append((*opened, path))
+
+    def build(self) -> int:
+        """A new ruleset fd (close-on-exec) with every rule, the inside ones opened now."""
+        fd = _create(self.abi, self.network)
+        try:
+            for target, allowed, path in self.held:
+                _add_fd(fd, target, allowed, path)
+            for path, allowed in self.later:
+                _add_path(fd, path, allowed)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def close(self) -> None:
+        for target, _allowed, _path in self.held:
+            os.close(target)
+        self.held = []
 
 
 def restrict_self(ruleset_fd: int) -> None:

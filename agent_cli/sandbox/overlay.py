@@ -21,9 +21,11 @@ import os
 import subprocess
 import tempfile
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from agent_cli.sandbox import landlock
 
 ENV = "AGENT_CLI_UNDO_OVERLAY"
 CLONE_FS = 0x00000200
@@ -122,8 +124,16 @@ def popen_in_layer(layer: Layer, workspace: Path, argv: list[str], *,
                    confine: Any = None, **kwargs: Any) -> subprocess.Popen[bytes]:
     """Start `argv` in a fresh thread that mounted `layer` over `workspace` and then ran
     `confine()` (Landlock, the socket filter, a PID namespace: built now, so they see the
-    merged view). Raises OSError when the kernel refuses."""
+    merged view). Raises OSError when the kernel refuses.
+
+    A bare `_thread` and a lock, not threading.Thread: its start is a handshake of its own
+    (the caller waits until the thread runs, then again until it ends), and on a loaded machine
+    every wake-up costs a wait for a CPU; this way there are two, as with the spawner."""
+    import _thread
+
     out: list[Any] = []
+    done = _thread.allocate_lock()
+    done.acquire()
 
     def run() -> None:
         try:
@@ -133,10 +143,11 @@ def popen_in_layer(layer: Layer, workspace: Path, argv: list[str], *,
             out.append(subprocess.Popen(argv, **kwargs))
         except BaseException as e:  # handed to the caller, raised there
             out.append(e)
+        finally:
+            done.release()
 
-    thread = threading.Thread(target=run, name="agent-cli-overlay", daemon=True)
-    thread.start()
-    thread.join()
+    _thread.start_new_thread(run, ())
+    done.acquire()
     result = out[0]
     if isinstance(result, BaseException):
         layer.remove()
@@ -145,15 +156,12 @@ def popen_in_layer(layer: Layer, workspace: Path, argv: list[str], *,
     return proc
 
 
-def landlock_confine(abi: int, rules: Iterable[tuple[str, str]], write_files: Iterable[str],
-                     network: bool) -> Any:
-    """A `confine` for popen_in_layer: the session's rules, built after the mount."""
-    rules, write_files = list(rules), list(write_files)
+def landlock_confine(rules: landlock.Prepared) -> Callable[[], None]:
+    """A `confine` for popen_in_layer: the session's rules, built after the mount (the ones
+    inside the workspace then name the merged view)."""
 
     def confine() -> None:
-        from agent_cli.sandbox import landlock
-
-        fd = landlock.build_ruleset(abi, rules=rules, write_files=write_files, network=network)
+        fd = rules.build()
         try:
             landlock.restrict_self(fd)
         finally:

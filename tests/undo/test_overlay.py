@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from agent_cli.log.changes import ChangeSet
+from agent_cli.sandbox.landlock import Prepared
 from agent_cli.sandbox.overlay import Layer, available, landlock_confine, popen_in_layer
 from agent_cli.undo.restore import apply, make_plan
 from agent_cli.undo.store import Store
@@ -104,7 +105,8 @@ def test_mount_first_confine_second_landlock_names_the_merged_view(ws: Path,
     outside = tmp_path / "outside"
     outside.mkdir()
     rules = [("/", "read"), (str(ws), "write")]
-    confine = landlock_confine(support.abi, rules, ["/dev/null"], network=False)
+    confine = landlock_confine(Prepared(support.abi, rules=rules, write_files=["/dev/null"],
+                                        network=False, inside=str(ws)))
     layer, since, _ = run(ws, tmp_path, f"printf w > made.txt && "
                           f"! printf x 2>/dev/null > {outside}/escape.txt", confine)
     assert not (outside / "escape.txt").exists()
