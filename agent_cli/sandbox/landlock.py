@@ -204,7 +204,7 @@ class Prepared:
                    for p in write_files]
         root = inside.rstrip("/") + "/"
         self.later = [(p, a) for p, a in wanted if p == inside or p.startswith(root)]
-        self.held: list[tuple[int, int, str]] = []
+        self.held: list[tuple[int, str, PathBeneathAttr]] = []
         for path, allowed in wanted:
             if path == inside or path.startswith(root):
                 continue
@@ -213,14 +213,17 @@ class Prepared:
                 continue
             opened = _open_rule(path, allowed)
             if opened is not None:
-                self.held.append((*opened, path))
+                self.held.append((opened[0], path, PathBeneathAttr(opened[1], opened[0])))
 
     def build(self) -> int:
         """A new ruleset fd (close-on-exec) with every rule, the inside ones opened now."""
         fd = _create(self.abi, self.network)
         try:
-            for target, allowed, path in self.held:
-                _add_fd(fd, target, allowed, path)
+            syscall, nr, ruleset, kind, zero = (libc().syscall, _L(SYS_ADD_RULE), _L(fd),
+                                                _L(RULE_PATH_BENEATH), _L(0))
+            for _target, path, rule in self.held:
+                _check(syscall(nr, ruleset, kind, ctypes.byref(rule), zero),
+                       f"landlock_add_rule({path})")
             for path, allowed in self.later:
                 _add_path(fd, path, allowed)
         except BaseException:
@@ -229,7 +232,7 @@ class Prepared:
         return fd
 
     def close(self) -> None:
-        for target, _allowed, _path in self.held:
+        for target, _path, _rule in self.held:
             os.close(target)
         self.held = []
 

@@ -76,6 +76,7 @@ class WorkspaceRecorder:
         self.earlier_note = ""
         """Why the resumed log's calls cannot be undone here (it is not trusted)."""
         self._last: tuple[str, tuple[str, ...], Snapshot, float, float] | None = None
+        self._overlay: tuple[bool, str] | None = None
         """The newest snapshot: scope, paths, the snapshot, when it was done, what it took."""
 
     @classmethod
@@ -169,7 +170,12 @@ class WorkspaceRecorder:
 
     def overlay(self) -> tuple[bool, str]:
         """Whether approved commands run in an overlay layer here (wherever the kernel allows
-        it, unless AGENT_CLI_UNDO_OVERLAY=off), and why not."""
+        it, unless AGENT_CLI_UNDO_OVERLAY=off), and why not; found once per session."""
+        if self._overlay is None:
+            self._overlay = self._find_overlay()
+        return self._overlay
+
+    def _find_overlay(self) -> tuple[bool, str]:
         from agent_cli.sandbox.overlay import available
 
         self.store._prepare()  # (its folders 0700 before the layers' folder is made in it)
