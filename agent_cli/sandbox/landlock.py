@@ -160,19 +160,17 @@ def _open_rule(path: str, allowed: int) -> tuple[int, int] | None:
     return target, allowed
 
 
-def _add_fd(ruleset_fd: int, target: int, allowed: int, path: str) -> None:
-    rule = PathBeneathAttr(allowed, target)
-    _check(libc().syscall(_L(SYS_ADD_RULE), _L(ruleset_fd), _L(RULE_PATH_BENEATH),
-                          ctypes.byref(rule), _L(0)), f"landlock_add_rule({path})")
-
-
 def _add_path(ruleset_fd: int, path: str, allowed: int) -> None:
     opened = _open_rule(path, allowed)
-    if opened is not None:
-        try:
-            _add_fd(ruleset_fd, opened[0], opened[1], path)
-        finally:
-            os.close(opened[0])
+    if opened is None:
+        return
+    target, allowed = opened
+    try:
+        rule = PathBeneathAttr(allowed, target)
+        _check(libc().syscall(_L(SYS_ADD_RULE), _L(ruleset_fd), _L(RULE_PATH_BENEATH),
+                              ctypes.byref(rule), _L(0)), f"landlock_add_rule({path})")
+    finally:
+        os.close(target)
 
 
 def _create(abi: int, network: bool) -> int:
@@ -182,20 +180,25 @@ def _create(abi: int, network: bool) -> int:
                   "landlock_create_ruleset")
 
 
-HOLD_MAX = 256
-"""At most this many rules are held open (a crowded folder's allow-list can run to thousands:
-the rest are opened at each build, within the usual limit of 1,024 open files)."""
-
-
 class Prepared:
-    """A ruleset to build again and again, each time after a mount over `inside` (an overlay
-    over the workspace): the rules on paths outside it name the same files in every mount
-    namespace, so they are opened once (held as O_PATH fds until `close`); the ones inside are
-    opened at each `build`, where they name the merged view. Saves the opens of every rule per
-    command."""
+    """The ruleset of a record, for commands that are confined after a mount over `inside` (an
+    overlay over the workspace): the rules on paths outside it name the same files in every
+    mount namespace, the ones inside name the merged view of one mount only.
+
+    Landlock has no way to copy a ruleset, but a ruleset stays open to new rules after it made a
+    domain, and each domain is made from what the ruleset holds at that moment. So the rules
+    outside are added once to a ruleset kept for the session, and each command adds just the
+    few inside (opened after its mount) before it restricts itself: one system call per inside
+    rule, instead of one per rule (a read allow-list runs to hundreds). An inside rule of an
+    earlier command stays behind, naming a merged view that is gone, so it can match nothing;
+    the ruleset is made afresh after REBUILD_AFTER commands, so they do not pile up."""
+
+    REBUILD_AFTER = 32
 
     def __init__(self, abi: int, *, rules: Iterable[tuple[str, str]],
                  write_files: Iterable[str] = (), network: bool, inside: str) -> None:
+        import threading
+
         self.abi, self.network = abi, network
         handled = fs_handled(abi)
         rights = {"read": READ_RIGHTS & handled, "list": FS_READ_DIR, "write": handled}
@@ -203,38 +206,35 @@ class Prepared:
         wanted += [(p, (FS_READ_FILE | FS_WRITE_FILE | FS_TRUNCATE) & handled)
                    for p in write_files]
         root = inside.rstrip("/") + "/"
-        self.later = [(p, a) for p, a in wanted if p == inside or p.startswith(root)]
-        self.held: list[tuple[int, str, PathBeneathAttr]] = []
-        for path, allowed in wanted:
-            if path == inside or path.startswith(root):
-                continue
-            if len(self.held) >= HOLD_MAX:
-                self.later.append((path, allowed))
-                continue
-            opened = _open_rule(path, allowed)
-            if opened is not None:
-                self.held.append((opened[0], path, PathBeneathAttr(opened[1], opened[0])))
+        self.inside = [(p, a) for p, a in wanted if p == inside or p.startswith(root)]
+        self.outside = [(p, a) for p, a in wanted if (p, a) not in self.inside]
+        self._fd = -1
+        self._uses = 0
+        self._lock = threading.Lock()
 
-    def build(self) -> int:
-        """A new ruleset fd (close-on-exec) with every rule, the inside ones opened now."""
-        fd = _create(self.abi, self.network)
-        try:
-            syscall, nr, ruleset, kind, zero = (libc().syscall, _L(SYS_ADD_RULE), _L(fd),
-                                                _L(RULE_PATH_BENEATH), _L(0))
-            for _target, path, rule in self.held:
-                _check(syscall(nr, ruleset, kind, ctypes.byref(rule), zero),
-                       f"landlock_add_rule({path})")
-            for path, allowed in self.later:
-                _add_path(fd, path, allowed)
-        except BaseException:
-            os.close(fd)
-            raise
-        return fd
+    def restrict(self) -> None:
+        """Confine the calling thread (already in the mount namespace of its command) with
+        every rule, the inside ones opened now."""
+        with self._lock:
+            if self._fd < 0 or self._uses >= self.REBUILD_AFTER:
+                self.close()
+                fd = _create(self.abi, self.network)
+                try:
+                    for path, allowed in self.outside:
+                        _add_path(fd, path, allowed)
+                except BaseException:
+                    os.close(fd)
+                    raise
+                self._fd, self._uses = fd, 0
+            self._uses += 1
+            for path, allowed in self.inside:
+                _add_path(self._fd, path, allowed)
+            restrict_self(self._fd)
 
     def close(self) -> None:
-        for target, _path, _rule in self.held:
-            os.close(target)
-        self.held = []
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
 
 
 def restrict_self(ruleset_fd: int) -> None:

@@ -157,17 +157,10 @@ def popen_in_layer(layer: Layer, workspace: Path, argv: list[str], *,
 
 
 def landlock_confine(rules: landlock.Prepared) -> Callable[[], None]:
-    """A `confine` for popen_in_layer: the session's rules, built after the mount (the ones
-    inside the workspace then name the merged view)."""
+    """A `confine` for popen_in_layer: the session's rules, the ones inside the workspace
+    added after the mount (so they name the merged view)."""
 
-    def confine() -> None:
-        fd = rules.build()
-        try:
-            landlock.restrict_self(fd)
-        finally:
-            os.close(fd)
-
-    return confine
+    return rules.restrict
 
 
 _AVAILABLE: tuple[bool, str] | None = None

@@ -351,7 +351,8 @@ class Sandbox:
 
     def _prepared(self, caps: Capabilities) -> Any:
         """The record's rules for commands in an overlay layer (landlock.Prepared): the ones
-        outside the workspace opened once per session, the ones inside at each command."""
+        outside the workspace added once to a ruleset kept for the session, the ones inside
+        (which name the merged view) at each command."""
         from agent_cli.sandbox import landlock
 
         rules = self.plan(caps)
