@@ -34,8 +34,6 @@ MS_REC = 16384
 MS_PRIVATE = 1 << 18
 MS_NOSUID = 2
 MS_NODEV = 4
-OPTIONS = ""
-"""More overlay mount options (none: the kernel's defaults)."""
 
 
 def _libc() -> ctypes.CDLL:
@@ -64,7 +62,7 @@ def enter(workspace: str, layer: Layer) -> None:
     os.mkdir(f"{base}/upper", 0o700)
     os.mkdir(f"{base}/work", 0o700)
     layer.fd = os.open(base, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
-    opts = f"lowerdir={workspace},upperdir={base}/upper,workdir={base}/work{OPTIONS}".encode()
+    opts = f"lowerdir={workspace},upperdir={base}/upper,workdir={base}/work".encode()
     if libc.mount(b"overlay", workspace.encode(), b"overlay", 0, opts) != 0:
         raise _err("overlayfs")
 
