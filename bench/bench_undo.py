@@ -181,6 +181,7 @@ def per_command(files: int, runs: int, snapshot_runs: int, k: int = 10) -> None:
         return rec
 
     def recorded(rec: WorkspaceRecorder, command: str) -> float:
+        os.environ["AGENT_CLI_UNDO_OVERLAY"] = modes[id(rec)]  # (for code that reads it each call)
         call = registry.validate("toolu_b", "run_command", {"command": command})
         t = time.perf_counter()
         rec.notes(call)
@@ -199,6 +200,7 @@ def per_command(files: int, runs: int, snapshot_runs: int, k: int = 10) -> None:
     load = os.getloadavg()[0]
     floor = statistics.median(walk_floor(root) for _ in range(3))
     overlay, snapshots = recorder("on"), recorder("off")
+    modes = {id(overlay): "on", id(snapshots): "off"}
     rows: dict[str, list[float]] = {"true": [], "overlay": [], "overlay k": []}
     for _ in range(runs):  # the goal's two rows, one of each per round
         rows["true"].append(bare())
