@@ -3,17 +3,25 @@ mounted over the workspace's own path, in a private mount namespace of one threa
 
 Mount first, confine second: a fresh thread unshares its mount namespace (CLONE_NEWNS with
 CLONE_FS: both apply to the calling thread alone, unlike a user namespace, which the kernel
-refuses to a threaded process), makes every mount private, mounts the overlay on the workspace's
-path, and only then builds and applies the Landlock ruleset, so its rules name the merged view.
-Then it makes the command's PID namespace and starts it; the thread ends, the command keeps the
-namespace, and when it ends the namespace (and the mount) goes with it. The command's writes are
-in the upper folder; agent_cli.undo.upper applies them to the workspace and records them.
+refuses to a threaded process), makes every mount private, mounts a tmpfs of the layer's own
+(upper and work folders) and the overlay on the workspace's path, and only then adds the
+Landlock rules on the workspace and restricts itself, so those rules name the merged view (the
+rules outside it are kept in a ruleset per session: landlock.Prepared). Then it makes the
+command's PID namespace and starts it; the thread ends, the command keeps the namespace, and
+when it ends the namespace (and the mounts) go with it. The command's writes are in the upper
+folder, which agent-cli still reaches through an O_PATH descriptor of the tmpfs (as
+/proc/self/fd/N/upper); agent_cli.undo.upper applies them to the workspace and records them,
+and closing the descriptor frees the memory.
+
+Why a tmpfs: measured on a loaded machine, making and removing an on-disk upper and work folder
+per command (and the overlay's own checks in its work folder at each mount) waited on the
+filesystem's journal, 1 to 2 ms per operation while other programs wrote; a tmpfs has no journal,
+and a crash leaves nothing behind. What a command writes is held in memory until it is applied.
 
 Needs CAP_SYS_ADMIN (root here). Where the kernel refuses, `available()` says why once and undo
 falls back to snapshots. AGENT_CLI_UNDO_OVERLAY=off forces that fallback (as
 AGENT_CLI_SANDBOX_PROBE does the sandbox's), for tests and for anyone who would rather not.
 """
-
 from __future__ import annotations
 
 import ctypes
