@@ -162,11 +162,29 @@ def popen_in_layer(layer: Layer, workspace: Path, argv: list[str], *,
     return proc
 
 
-def landlock_confine(rules: landlock.Prepared) -> Callable[[], None]:
-    """A `confine` for popen_in_layer: the session's rules, the ones inside the workspace
-    added after the mount (so they name the merged view)."""
+def confinement(rules: landlock.Prepared, *, sockets: bool = True,
+                pid_namespace: bool = False) -> Callable[[], None]:
+    """A `confine` for popen_in_layer, as the spawner confines its thread: the session's
+    Landlock rules (the ones inside the workspace added after the mount, so they name the
+    merged view), the socket filter unless `sockets`, and a fresh PID namespace for the
+    command when `pid_namespace`."""
 
-    return rules.restrict
+    def confine() -> None:
+        rules.restrict()
+        if not sockets:
+            from agent_cli.sandbox import seccomp
+
+            seccomp.install()
+        if pid_namespace:
+            from agent_cli.sandbox import pidns
+
+            own = pidns.own()
+            try:
+                pidns.fresh(own)
+            finally:
+                os.close(own)
+
+    return confine
 
 
 _AVAILABLE: tuple[bool, str] | None = None

@@ -388,31 +388,15 @@ class Sandbox:
 
     def _popen_in_layer(self, network: bool) -> Callable[..., Any]:
         """Popen into the current overlay layer: mounted first, then confined with the same
-        record's rules (built after the mount, so they name the merged view)."""
-        from agent_cli.sandbox.overlay import landlock_confine, popen_in_layer
+        record's rules (the workspace's added after the mount, so they name the merged view)."""
+        from agent_cli.sandbox.overlay import confinement, popen_in_layer
 
         layer = self.layer
         confine: Callable[[], None] | None = None
         if self.enforced:
-            caps = self.capabilities(network)
-            lock = landlock_confine(self._prepared(caps))
-            filters = not (network or not self.support.seccomp)
-            pid_ns = self.pid_namespace()
-
-            def confine() -> None:
-                lock()
-                if filters:
-                    from agent_cli.sandbox import seccomp
-
-                    seccomp.install()
-                if pid_ns:
-                    from agent_cli.sandbox import pidns
-
-                    own = pidns.own()
-                    try:
-                        pidns.fresh(own)
-                    finally:
-                        os.close(own)
+            confine = confinement(self._prepared(self.capabilities(network)),
+                                  sockets=network or not self.support.seccomp,
+                                  pid_namespace=self.pid_namespace())
 
         def start(argv: Any, **kwargs: Any) -> Any:
             return popen_in_layer(layer, self.workspace, list(argv), confine=confine, **kwargs)

@@ -15,7 +15,7 @@ import pytest
 
 from agent_cli.log.changes import ChangeSet
 from agent_cli.sandbox.landlock import Prepared
-from agent_cli.sandbox.overlay import Layer, available, landlock_confine, popen_in_layer
+from agent_cli.sandbox.overlay import Layer, available, confinement, popen_in_layer
 from agent_cli.undo.restore import apply, make_plan
 from agent_cli.undo.store import Store
 from agent_cli.undo.upper import apply_upper
@@ -105,7 +105,7 @@ def test_mount_first_confine_second_landlock_names_the_merged_view(ws: Path,
     outside = tmp_path / "outside"
     outside.mkdir()
     rules = [("/", "read"), (str(ws), "write")]
-    confine = landlock_confine(Prepared(support.abi, rules=rules, write_files=["/dev/null"],
+    confine = confinement(Prepared(support.abi, rules=rules, write_files=["/dev/null"],
                                         network=False, inside=str(ws)))
     layer, since, _ = run(ws, tmp_path, f"printf w > made.txt && "
                           f"! printf x 2>/dev/null > {outside}/escape.txt", confine)
@@ -270,7 +270,7 @@ def test_the_session_ruleset_confines_every_command_in_its_own_merged_view(
         for i in range(5):
             layer, since, _ = run(ws, tmp_path, f"printf {i} > made{i}.txt && "
                                   f"! printf x 2>/dev/null > {outside}/escape{i}.txt",
-                                  landlock_confine(rules))
+                                  confinement(rules))
             applied = apply_upper(layer.upper, ws, Store(tmp_path / "store"), since)
             layer.remove()
             assert [c.path for c in applied.changes] == [f"made{i}.txt"]
