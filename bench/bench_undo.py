@@ -177,7 +177,7 @@ def per_command(files: int, runs: int, snapshot_runs: int, k: int = 10) -> None:
         assert rec.overlay()[0] == (mode == "on"), rec.overlay()  # found once, kept
         call = registry.validate("toolu_b", "run_command", {"command": "true"})
         rec.notes(call)  # the first snapshot of the tree (once per session) is not counted
-        rec.before(call)
+        rec.after(rec.before(call), True)
         return rec
 
     def recorded(rec: WorkspaceRecorder, command: str) -> float:
