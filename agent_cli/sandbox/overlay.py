@@ -175,14 +175,10 @@ def confinement(rules: landlock.Prepared, *, sockets: bool = True,
             from agent_cli.sandbox import seccomp
 
             seccomp.install()
-        if pid_namespace:
+        if pid_namespace:  # (popen_in_layer's thread is fresh, its creator made none)
             from agent_cli.sandbox import pidns
 
-            own = pidns.own()
-            try:
-                pidns.fresh(own)
-            finally:
-                os.close(own)
+            pidns.fresh_thread()
 
     return confine
 
