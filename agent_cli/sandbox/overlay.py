@@ -126,20 +126,58 @@ _BASES: set[Path] = set()
 """Base folders known to exist (one `mkdir` per session, not per command)."""
 
 
+class _Helper:
+    """A thread for one command, started ahead of it: it waits for its job (enter, confine,
+    Popen) and ends after it. Started while the previous command runs or between commands, so
+    neither the thread's creation nor a new thread's first wait for a CPU (the scheduler places
+    a new thread where it finds room, often the busy CPU) falls on the command."""
+
+    __slots__ = ("done", "go", "job")
+
+    def __init__(self) -> None:
+        import _thread
+
+        self.job: Callable[[], None] | None = None
+        self.go, self.done = _thread.allocate_lock(), _thread.allocate_lock()
+        self.go.acquire()
+        self.done.acquire()
+        _thread.start_new_thread(self._serve, ())
+
+    def _serve(self) -> None:
+        self.go.acquire()
+        try:
+            if self.job is not None:
+                self.job()
+        finally:
+            self.done.release()
+
+    def run(self, job: Callable[[], None]) -> None:
+        """Run `job` in this helper's thread, and wait for it (it must not raise)."""
+        self.job = job
+        self.go.release()
+        self.done.acquire()
+
+
+_STANDBY: list[_Helper] = []
+_STANDBY_LOCK = threading.Lock()
+
+
+def _helper() -> _Helper:
+    """The helper started ahead (a new one when two commands start at once), and the next one
+    started. Helpers are started by the threads that run commands, which never enter a mount or
+    PID namespace of their own nor confine themselves, so a helper starts from agent-cli's."""
+    with _STANDBY_LOCK:
+        helper = _STANDBY.pop() if _STANDBY else _Helper()
+        _STANDBY.append(_Helper())
+    return helper
+
+
 def popen_in_layer(layer: Layer, workspace: Path, argv: list[str], *,
                    confine: Any = None, **kwargs: Any) -> subprocess.Popen[bytes]:
-    """Start `argv` in a fresh thread that mounted `layer` over `workspace` and then ran
-    `confine()` (Landlock, the socket filter, a PID namespace: built now, so they see the
-    merged view). Raises OSError when the kernel refuses.
-
-    A bare `_thread` and a lock, not threading.Thread: its start is a handshake of its own
-    (the caller waits until the thread runs, then again until it ends), and on a loaded machine
-    every wake-up costs a wait for a CPU; this way there are two, as with the spawner."""
-    import _thread
-
+    """Start `argv` in a fresh thread (a _Helper) that mounted `layer` over `workspace` and then
+    ran `confine()` (Landlock, the socket filter, a PID namespace: built now, so they see the
+    merged view). Raises OSError when the kernel refuses."""
     out: list[Any] = []
-    done = _thread.allocate_lock()
-    done.acquire()
 
     def run() -> None:
         try:
@@ -149,11 +187,8 @@ def popen_in_layer(layer: Layer, workspace: Path, argv: list[str], *,
             out.append(subprocess.Popen(argv, **kwargs))
         except BaseException as e:  # handed to the caller, raised there
             out.append(e)
-        finally:
-            done.release()
 
-    _thread.start_new_thread(run, ())
-    done.acquire()
+    _helper().run(run)
     result = out[0]
     if isinstance(result, BaseException):
         layer.remove()
