@@ -3,8 +3,9 @@ mounted over the workspace's own path, in a private mount namespace of one threa
 
 Mount first, confine second: a fresh thread (started ahead of the command: _Helper) unshares
 its mount namespace (CLONE_NEWNS with CLONE_FS: both apply to the calling thread alone, unlike a
-user namespace, which the kernel refuses to a threaded process), makes every mount private, mounts a tmpfs of the layer's own
-(upper and work folders) and the overlay on the workspace's path, and only then adds the
+user namespace, which the kernel refuses to a threaded process), makes every mount private,
+mounts a tmpfs of the layer's own (upper and work folders) and the overlay on the workspace's
+path, and only then adds the
 Landlock rules on the workspace and restricts itself, so those rules name the merged view (the
 rules outside it are kept in a ruleset per session: landlock.Prepared). Then it makes the
 command's PID namespace and starts it; the thread ends, the command keeps the namespace, and
