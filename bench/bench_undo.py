@@ -8,7 +8,8 @@ on both paths (snapshots; the overlay), beside the stat-walk floor and `true` ru
 run_command's process path without undo, all in the same run.
 
 Usage: python bench/bench_undo.py [--runs 3] [--commands 50]
-       python bench/bench_undo.py per-command [--runs 5] [--files 10000 100000]
+       python bench/bench_undo.py per-command [--runs 40] [--snapshot-runs 3]
+                                              [--files 10000 100000]
 """
 
 from __future__ import annotations
@@ -144,11 +145,13 @@ if __name__ == "__main__" and sys.argv[1:2] != ["per-command"]:
     main()
 
 
-def per_command(files: int, runs: int, k: int = 10) -> None:
+def per_command(files: int, runs: int, snapshot_runs: int, k: int = 10) -> None:
     """Per approved command on a `files`-file tree, in one run: the bare stat walk (the floor of
     any snapshot), `true` through run_command's process path without undo, and recording effects
     on both paths (snapshots; the overlay) for a command that changes nothing and one that
-    changes k files."""
+    changes k files. `true` and the overlay's "nothing changed" are measured in rounds, one of
+    each per round, so that the load of the machine falls on both alike; the rows that write
+    (their fsyncs slow whatever follows) and the snapshot rows (a tree walk each) after them."""
     from agent_cli.config import Settings
     from agent_cli.sandbox.policy import Sandbox, install
     from agent_cli.session import load_registry
@@ -168,52 +171,71 @@ def per_command(files: int, runs: int, k: int = 10) -> None:
         out = run_process(["/bin/sh", "-c", command], cwd=str(root), env=env, timeout_s=120)
         assert out.returncode == 0, out
 
-    def recorded(mode: str, command: str) -> float:
+    def recorder(mode: str) -> WorkspaceRecorder:
         os.environ["AGENT_CLI_UNDO_OVERLAY"] = mode
-        recorder = WorkspaceRecorder(root, store=Store(tmp / "store-bench"))
-        call = registry.validate("toolu_b", "run_command", {"command": command})
-        recorder.notes(call)  # the first snapshot of the tree (once per session) is not counted
-        recorder.before(call)
-        xs: list[float] = []
-        for _ in range(runs):
-            t = time.perf_counter()
-            recorder.notes(call)
-            time.sleep(0)  # (an automatic yes: the note's walk is reused where it can be)
-            token = recorder.before(call)
-            run(command)
-            recorder.after(token, True)
-            xs.append(time.perf_counter() - t)
-        return statistics.median(xs)
+        rec = WorkspaceRecorder(root, store=Store(tmp / "store-bench"))
+        assert rec.overlay()[0] == (mode == "on"), rec.overlay()  # found once, kept
+        call = registry.validate("toolu_b", "run_command", {"command": "true"})
+        rec.notes(call)  # the first snapshot of the tree (once per session) is not counted
+        rec.after(rec.before(call), True)
+        return rec
 
-    floor = statistics.median(walk_floor(root) for _ in range(runs))
-    bare: list[float] = []
-    for _ in range(runs):
+    def recorded(rec: WorkspaceRecorder, command: str) -> float:
+        os.environ["AGENT_CLI_UNDO_OVERLAY"] = modes[id(rec)]  # (for code that reads it each call)
+        call = registry.validate("toolu_b", "run_command", {"command": command})
+        t = time.perf_counter()
+        rec.notes(call)
+        token = rec.before(call)  # (an automatic yes: the note's walk is reused where it can be)
+        run(command)
+        rec.after(token, True)
+        return time.perf_counter() - t
+
+    def bare() -> float:
         t = time.perf_counter()
         run("true")
-        bare.append(time.perf_counter() - t)
-    true_s = statistics.median(bare)
+        return time.perf_counter() - t
+
     change = " && ".join(f"printf {i} > pkg{i}/sub0/k{i}.txt" for i in range(k))
-    rows = [("snapshots", "off"), ("overlay", "on")]
-    print(f"{files:,} files: floor os.walk+lstat {floor * 1000:.1f} ms; `true` through "
-          f"run_command's process path without undo {true_s * 1000:.1f} ms")
-    for name, mode in rows:
-        nothing = recorded(mode, "true")
-        some = recorded(mode, change)
-        print(f"{files:,} files  {name:<9}  nothing changed {nothing * 1000:8.1f} ms "
-              f"({nothing / true_s:5.1f}x true, {nothing / floor:5.2f}x the floor);  "
-              f"{k} files changed {some * 1000:8.1f} ms")
+    clean = " ; ".join(f"rm -f pkg{i}/sub0/k{i}.txt" for i in range(k))
+    load = os.getloadavg()[0]
+    floor = statistics.median(walk_floor(root) for _ in range(3))
+    overlay, snapshots = recorder("on"), recorder("off")
+    modes = {id(overlay): "on", id(snapshots): "off"}
+    rows: dict[str, list[float]] = {"true": [], "overlay": [], "overlay k": []}
+    for _ in range(runs):  # the goal's two rows, one of each per round
+        rows["true"].append(bare())
+        rows["overlay"].append(recorded(overlay, "true"))
+    for _ in range(runs // 4 or 1):  # after them: their fsyncs slow what follows
+        rows["overlay k"].append(recorded(overlay, change))
+        recorded(overlay, clean)
+    rows["snapshots"] = [recorded(snapshots, "true") for _ in range(snapshot_runs)]
+    rows["snapshots k"] = []
+    for _ in range(snapshot_runs):
+        rows["snapshots k"].append(recorded(snapshots, change))
+        recorded(snapshots, clean)
     os.environ.pop("AGENT_CLI_UNDO_OVERLAY", None)
+    med = {name: statistics.median(xs) for name, xs in rows.items()}
+    true_s = med["true"]
+    print(f"{files:,} files (load average {load:.1f} -> {os.getloadavg()[0]:.1f}): floor "
+          f"os.walk+lstat {floor * 1000:.1f} ms; `true` through run_command's process path "
+          f"without undo {fmt(rows['true'])}")
+    for name in ("overlay", "snapshots"):
+        nothing, some = med[name], med[f"{name} k"]
+        print(f"{files:,} files  {name:<9}  nothing changed {fmt(rows[name])} "
+              f"({nothing / true_s:5.2f}x true, {nothing / floor:5.3f}x the floor);  "
+              f"{k} files changed {some * 1000:8.1f} ms")
 
 
 def main_per_command() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--runs", type=int, default=40, help="rounds of the cheap rows")
+    ap.add_argument("--snapshot-runs", type=int, default=3, help="runs of the snapshot rows")
     ap.add_argument("--files", type=int, nargs="*", default=[10_000, 100_000])
     opts, _ = ap.parse_known_args(sys.argv[2:])
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["AGENT_CLI_HOME"] = str(Path(tmp) / "home")
         for files in opts.files:
-            per_command(files, opts.runs)
+            per_command(files, opts.runs, opts.snapshot_runs)
 
 
 if __name__ == "__main__" and sys.argv[1:2] == ["per-command"]:

@@ -25,7 +25,9 @@ CLONE_NEWPID = 0x20000000
 
 
 def _libc() -> ctypes.CDLL:
-    return ctypes.CDLL(None, use_errno=True)
+    from agent_cli.sandbox.landlock import libc
+
+    return libc()
 
 
 def own() -> int:
@@ -37,6 +39,14 @@ def fresh(own_fd: int) -> None:
     """The next child of the calling thread starts a new PID namespace. Raises OSError."""
     libc = _libc()
     if libc.setns(own_fd, CLONE_NEWPID) != 0 or libc.unshare(CLONE_NEWPID) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"PID namespace: {os.strerror(err)}")
+
+
+def fresh_thread() -> None:
+    """In a thread that never made a PID namespace (a fresh one, started by a thread that did
+    not either): its next child starts a new one, without coming back first (`fresh`)."""
+    if _libc().unshare(CLONE_NEWPID) != 0:
         err = ctypes.get_errno()
         raise OSError(err, f"PID namespace: {os.strerror(err)}")
 

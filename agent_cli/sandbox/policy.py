@@ -144,6 +144,7 @@ class Sandbox:
         self._state: tuple[str, ...] | None = None
         self._plans: dict[Capabilities, list[tuple[str, Any]]] = {}
         self._rulesets: dict[Capabilities, int] = {}
+        self._overlay_rules: dict[Capabilities, Any] = {}
         self._spawners: dict[bool, Any] = {}
         self._servers: dict[str, Capabilities] = {}
         self._pidns: bool | None = None
@@ -348,6 +349,22 @@ class Sandbox:
                 self._rulesets[caps] = fd
             return fd
 
+    def _prepared(self, caps: Capabilities) -> Any:
+        """The record's rules for commands in an overlay layer (landlock.Prepared): the ones
+        outside the workspace added once to a ruleset kept for the session, the ones inside
+        (which name the merged view) at each command."""
+        from agent_cli.sandbox import landlock
+
+        rules = self.plan(caps)
+        with self._lock:
+            prepared = self._overlay_rules.get(caps)
+            if prepared is None:
+                prepared = landlock.Prepared(self.support.abi, rules=rules,
+                                             write_files=WRITE_DEVICES, network=caps.network,
+                                             inside=str(self.workspace))
+                self._overlay_rules[caps] = prepared
+            return prepared
+
     def popen(self, network: bool) -> Callable[..., Any]:
         """What starts a child with this session's confinement: a Popen-like callable (the
         session's spawner thread for this network choice; plain Popen when nothing is enforced).
@@ -371,32 +388,15 @@ class Sandbox:
 
     def _popen_in_layer(self, network: bool) -> Callable[..., Any]:
         """Popen into the current overlay layer: mounted first, then confined with the same
-        record's rules (built after the mount, so they name the merged view)."""
-        from agent_cli.sandbox.overlay import landlock_confine, popen_in_layer
+        record's rules (the workspace's added after the mount, so they name the merged view)."""
+        from agent_cli.sandbox.overlay import confinement, popen_in_layer
 
         layer = self.layer
         confine: Callable[[], None] | None = None
         if self.enforced:
-            caps = self.capabilities(network)
-            lock = landlock_confine(self.support.abi, self.plan(caps), WRITE_DEVICES,
-                                    caps.network)
-            filters = not (network or not self.support.seccomp)
-            pid_ns = self.pid_namespace()
-
-            def confine() -> None:
-                lock()
-                if filters:
-                    from agent_cli.sandbox import seccomp
-
-                    seccomp.install()
-                if pid_ns:
-                    from agent_cli.sandbox import pidns
-
-                    own = pidns.own()
-                    try:
-                        pidns.fresh(own)
-                    finally:
-                        os.close(own)
+            confine = confinement(self._prepared(self.capabilities(network)),
+                                  sockets=network or not self.support.seccomp,
+                                  pid_namespace=self.pid_namespace())
 
         def start(argv: Any, **kwargs: Any) -> Any:
             return popen_in_layer(layer, self.workspace, list(argv), confine=confine, **kwargs)
@@ -435,6 +435,9 @@ class Sandbox:
                 with contextlib.suppress(OSError):
                     os.close(fd)
             self._rulesets.clear()
+            for prepared in self._overlay_rules.values():
+                prepared.close()
+            self._overlay_rules.clear()
             tmp, self._tmp = self._tmp, None
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)

@@ -105,12 +105,21 @@ def program() -> list[tuple[int, int, int, int]]:
             for i, (_label, code, k, jt, jf) in enumerate(src)]
 
 
+_PROGRAM: tuple[SockFprog, ctypes.Array[SockFilter]] | None = None
+"""The filter, made once (every command's start installs it)."""
+
+
 def install() -> None:
     """Install the filter on the calling thread (and what it starts). Raises OSError."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    insns = program()
-    array = (SockFilter * len(insns))(*[SockFilter(*i) for i in insns])
-    fprog = SockFprog(len(insns), array)
+    global _PROGRAM
+    from agent_cli.sandbox.landlock import libc as _libc
+
+    libc = _libc()
+    if _PROGRAM is None:
+        insns = program()
+        array = (SockFilter * len(insns))(*[SockFilter(*i) for i in insns])
+        _PROGRAM = (SockFprog(len(insns), array), array)
+    fprog = _PROGRAM[0]
     L = ctypes.c_long
     if libc.prctl(L(PR_SET_NO_NEW_PRIVS), L(1), L(0), L(0), L(0)) != 0:
         err = ctypes.get_errno()

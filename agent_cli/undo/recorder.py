@@ -76,6 +76,7 @@ class WorkspaceRecorder:
         self.earlier_note = ""
         """Why the resumed log's calls cannot be undone here (it is not trusted)."""
         self._last: tuple[str, tuple[str, ...], Snapshot, float, float] | None = None
+        self._overlay: tuple[bool, str] | None = None
         """The newest snapshot: scope, paths, the snapshot, when it was done, what it took."""
 
     @classmethod
@@ -169,7 +170,12 @@ class WorkspaceRecorder:
 
     def overlay(self) -> tuple[bool, str]:
         """Whether approved commands run in an overlay layer here (wherever the kernel allows
-        it, unless AGENT_CLI_UNDO_OVERLAY=off), and why not."""
+        it, unless AGENT_CLI_UNDO_OVERLAY=off), and why not; found once per session."""
+        if self._overlay is None:
+            self._overlay = self._find_overlay()
+        return self._overlay
+
+    def _find_overlay(self) -> tuple[bool, str]:
         from agent_cli.sandbox.overlay import available
 
         self.store._prepare()  # (its folders 0700 before the layers' folder is made in it)
@@ -233,13 +239,16 @@ class WorkspaceRecorder:
                         ev.Effects(id=token.call_id, name=token.name,
                                    workspace=str(self.workspace), changes=[],
                                    complete=finished)]
+        if token.layer.fd < 0:  # the command never started: nothing was written
+            return [ev.Effects(id=token.call_id, name=token.name, workspace=str(self.workspace),
+                               scope="tree", changes=[], complete=finished)]
         try:
             applied = apply_upper(token.layer.upper, self.workspace, self.store, token.since_ns,
                                   self.overwrite, file_cap=self.limits.file_cap)
         except OSError as e:
             return [ev.Notice(message=f"the changes of call {token.call_id} could not all be "
-                              f"applied to the workspace ({_why(e)}); they are in "
-                              f"{token.layer.upper}", kind="undo")]
+                              f"applied to the workspace ({_why(e)}); {self._keep(token)}",
+                              kind="undo")]
         token.layer.remove()
         from agent_cli.undo.restore import git_kept
 
@@ -254,6 +263,18 @@ class WorkspaceRecorder:
         out.append(ev.Effects(id=token.call_id, name=token.name, workspace=str(self.workspace),
                               scope="tree", changes=applied.changes, complete=finished))
         return out
+
+    def _keep(self, token: Pending) -> str:
+        """Where the layer of a call whose changes could not be applied was copied to (it
+        lives in memory only), in words."""
+        dest = self.store.root / "layers" / f"kept-{token.call_id}-{os.urandom(3).hex()}"
+        try:
+            token.layer.keep(dest)
+        except OSError as e:
+            return f"its layer could not be kept either ({_why(e)})"
+        finally:
+            token.layer.remove()
+        return f"what it wrote is kept in {dest}"
 
     def after(self, token: Any, finished: bool) -> list[ev.Event]:
         if not isinstance(token, Pending):

@@ -274,6 +274,8 @@ def apply_upper(upper: Path, workspace: Path, store: Store, since_ns: int,
                 file_cap: int = 50 << 20) -> Applied:
     """Carry the upper layer into the workspace; the change set, sorted by path. `dry`: only
     compute it (the workspace is not touched)."""
+    if not os.listdir(upper):  # the command wrote nothing: nothing to open or record
+        return Applied()
     job = _Apply(upper, workspace, store, since_ns, overwrite, dry, file_cap)
     try:
         job.walk("")

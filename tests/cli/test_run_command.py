@@ -385,6 +385,30 @@ def test_run_process_direct_result_fields(workspace: Path) -> None:
     assert res.text() == "abc" and res.duration_s >= 0
 
 
+@pytest.mark.parametrize("pidfd", [True, False], ids=["pidfd", "no-pidfd"])
+def test_the_exit_is_seen_after_the_output_closed(workspace: Path, pidfd: bool,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A command that closes its output and goes on: its exit is waited for (on a pidfd in the
+    same selector as the output; without one, as Popen.wait does), with its status, and no
+    descriptor is left open."""
+    from agent_cli.tools import procs
+
+    opened: list[int] = []
+    exit_fd = procs._exit_fd
+    monkeypatch.setattr(procs, "_exit_fd", lambda pid: opened.append(
+        exit_fd(pid) if pidfd else -1) or opened[-1])
+    res = run_process(["sh", "-c", "printf early; exec >&- 2>&-; sleep 0.3; exit 3"],
+                      cwd=str(workspace), env=scrubbed_env(), timeout_s=60)
+    assert (res.returncode, res.text(), res.timed_out) == (3, "early", False)
+    [fd] = opened
+    assert (fd >= 0) == pidfd
+    try:
+        target = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        target = "closed"
+    assert target != "anon_inode:[pidfd]"
+
+
 @needs_proc
 def test_commands_still_running_are_ended_when_the_agent_exits(tmp_path: Path) -> None:
     """The tool thread is a daemon: if the agent process exits mid-command, an exit hook still

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from agent_cli.log.changes import ChangeSet
-from agent_cli.sandbox.overlay import Layer, available, landlock_confine, popen_in_layer
+from agent_cli.sandbox.landlock import Prepared
+from agent_cli.sandbox.overlay import Layer, available, confinement, popen_in_layer
 from agent_cli.undo.restore import apply, make_plan
 from agent_cli.undo.store import Store
 from agent_cli.undo.upper import apply_upper
@@ -104,7 +105,8 @@ def test_mount_first_confine_second_landlock_names_the_merged_view(ws: Path,
     outside = tmp_path / "outside"
     outside.mkdir()
     rules = [("/", "read"), (str(ws), "write")]
-    confine = landlock_confine(support.abi, rules, ["/dev/null"], network=False)
+    confine = confinement(Prepared(support.abi, rules=rules, write_files=["/dev/null"],
+                                        network=False, inside=str(ws)))
     layer, since, _ = run(ws, tmp_path, f"printf w > made.txt && "
                           f"! printf x 2>/dev/null > {outside}/escape.txt", confine)
     assert not (outside / "escape.txt").exists()
@@ -127,6 +129,10 @@ def test_an_approved_command_in_a_session_runs_in_its_layer_and_undo_restores(
     from tests.undo.test_undo import run_session, sh, undo_cli
 
     monkeypatch.setenv("AGENT_CLI_UNDO_OVERLAY", "on")
+    layers: list[Layer] = []
+    make = Layer.make.__func__  # type: ignore[attr-defined]
+    monkeypatch.setattr(Layer, "make", classmethod(
+        lambda cls, base: layers.append(make(cls, base)) or layers[-1]))
     (ws / ".git" / "hooks").mkdir(parents=True)
     (ws / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
     before = tree_hash(ws)
@@ -150,7 +156,7 @@ def test_an_approved_command_in_a_session_runs_in_its_layer_and_undo_restores(
     after = tree_hash(ws)
     assert {k: v for k, v in after.items() if k != ".git/HEAD"} == \
         {k: v for k, v in before.items() if k != ".git/HEAD"}
-    assert not list((Path(os.environ["AGENT_CLI_HOME"]) / "store" / "layers").glob("*/upper"))
+    assert layers and all(layer.fd == -1 for layer in layers)  # each let go (memory freed)
     assert json.loads(log.read_text().splitlines()[-1])["type"] == "undo"
 
 
@@ -202,11 +208,18 @@ def test_the_user_edits_a_file_while_the_command_runs(ws: Path, tmp_path: Path, 
     session.start()
     worker = threading.Thread(target=session.send, args=("go",))
     worker.start()
-    layers = Path(os.environ["AGENT_CLI_HOME"]) / "store" / "layers"
+
+    def started() -> bool:
+        layer = session.sandbox.layer
+        try:
+            return layer is not None and (layer.upper / "started").exists()
+        except OSError:  # (the layer is being let go)
+            return False
+
     deadline = time.monotonic() + 60
-    while not list(layers.glob("*/upper/started")) and time.monotonic() < deadline:
+    while not started() and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert list(layers.glob("*/upper/started")), "the command never started in its layer"
+    assert started(), "the command never started in its layer"
     (ws / "src" / "a.txt").write_text("the user's edit\n")
     go.write_text("go")
     worker.join(120)
@@ -239,3 +252,53 @@ def test_big_new_content_is_hashed_not_stored_and_the_old_content_is_kept(
     old = by["src/a.txt"].before
     assert old is not None and store.read(old.sha256 or "") == b"a\n"
     assert store.size()[1] < 100_000
+
+
+def test_the_session_ruleset_confines_every_command_in_its_own_merged_view(
+        ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rules outside the workspace are added once to a ruleset kept for the session; each
+    command adds its own merged view's rule: every command can write its view and nothing
+    outside, also across the ruleset being made afresh."""
+    from agent_cli.sandbox.policy import probe
+
+    monkeypatch.setattr(Prepared, "REBUILD_AFTER", 2)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    rules = Prepared(probe().abi, rules=[("/", "read"), (str(ws), "write")],
+                     write_files=["/dev/null"], network=False, inside=str(ws))
+    try:
+        for i in range(5):
+            layer, since, _ = run(ws, tmp_path, f"printf {i} > made{i}.txt && "
+                                  f"! printf x 2>/dev/null > {outside}/escape{i}.txt",
+                                  confinement(rules))
+            applied = apply_upper(layer.upper, ws, Store(tmp_path / "store"), since)
+            layer.remove()
+            assert [c.path for c in applied.changes] == [f"made{i}.txt"]
+            assert (ws / f"made{i}.txt").read_text() == str(i)
+    finally:
+        rules.close()
+    assert list(outside.iterdir()) == []
+
+
+def test_changes_that_cannot_be_applied_are_kept_on_disk(ws: Path, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The layer lives in memory only: when its changes cannot be applied, what the command
+    wrote is copied to agent-cli's folder (and the user is told where) before it is let go."""
+    from agent_cli import events as ev
+    from agent_cli.undo import upper
+    from tests.undo.test_undo import run_session, sh
+
+    def refuse(*_a: object, **_k: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setenv("AGENT_CLI_UNDO_OVERLAY", "on")
+    monkeypatch.setattr(upper, "apply_upper", refuse)
+    seen = run_session(ws, tmp_path / "s.jsonl", [("toolu_k", "run_command", sh(
+        "mkdir -p out && printf kept > out/k.txt && rm old.txt && ln -s out/k.txt ln"))])
+    [note] = [e.message for e in seen if isinstance(e, ev.Notice) and e.kind == "undo"]
+    assert "No space left on device" in note and "kept in " in note
+    kept = Path(note.split("kept in ", 1)[1])
+    assert (kept / "out" / "k.txt").read_text() == "kept"
+    assert os.readlink(kept / "ln") == "out/k.txt"
+    assert not (kept / "old.txt").exists()  # a deletion has no content to keep
+    assert (ws / "old.txt").read_text() == "old\n" and not (ws / "out").exists()
