@@ -159,13 +159,16 @@ def run(args: Args, ctx: ToolContext) -> ToolOutput:
 
 
 def _say_it(body: str, args: Args, ctx: ToolContext) -> "str | None":
-    """The sandbox's one line after a failed result that looks like its refusal (the model
-    reads it too, so it knows the command was confined)."""
+    """The sandbox's one line after a failed result that looks like its refusal, or like its
+    undo layer running out of room (the model reads it too, so it knows why)."""
     box = _sandbox(ctx)
-    if box is None or not box.enforced:
+    if box is None:
         return None
-    from agent_cli.sandbox.diagnose import explain
+    from agent_cli.sandbox.diagnose import explain, layer_full
 
+    full = layer_full(body, box.layer is not None)
+    if full is not None or not box.enforced:
+        return full
     return explain(body, box.capabilities(args.network))
 
 

@@ -171,3 +171,19 @@ def explain(text: str, caps: Capabilities | None, *, path_hint: str | None = Non
     verb = "access to" if _READING.search(line) else "writing"
     return (f"sandbox: {verb} {path} was refused by the kernel sandbox (it may write "
             f"only in {', '.join(caps.write) or 'nothing'}); {how}.")
+
+
+LAYER_FULL = ("undo: this command's writes were held in memory until it ended (its undo layer, a "
+              "tmpfs of at most half the RAM), and they filled it: \"No space left on device\" "
+              "came from there, not from your disk. For a build that writes that much, set "
+              "`undo = false` in config (its writes then go straight to the workspace), or run "
+              "it yourself with `!` at the prompt.")
+
+
+def layer_full(text: str, on_layer: bool) -> str | None:
+    """The line for a command that ran out of room in its overlay layer (held in memory), so the
+    user and the model do not look for a full disk; None otherwise."""
+    if on_layer and "No space left on device" in text:
+        return LAYER_FULL
+    return None
+

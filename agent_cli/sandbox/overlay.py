@@ -45,6 +45,10 @@ MS_NOSUID = 2
 MS_NODEV = 4
 
 
+LAYER_OPTIONS = b"mode=0700"
+"""The layer's tmpfs: private to its owner, the kernel's default size (half the RAM). A command
+that writes more gets ENOSPC, which run_command names as the layer's (diagnose.layer_full)."""
+
 def _libc() -> ctypes.CDLL:
     from agent_cli.sandbox.landlock import libc
 
@@ -66,7 +70,7 @@ def enter(workspace: str, layer: Layer) -> None:
         raise _err("private mounts")
     base = str(layer.base)
     if libc.mount(b"agent-cli-layer", base.encode(), b"tmpfs", MS_NOSUID | MS_NODEV,
-                  b"mode=0700") != 0:
+                  LAYER_OPTIONS) != 0:
         raise _err("tmpfs")
     os.mkdir(f"{base}/upper", 0o700)
     os.mkdir(f"{base}/work", 0o700)

@@ -302,3 +302,22 @@ def test_changes_that_cannot_be_applied_are_kept_on_disk(ws: Path, tmp_path: Pat
     assert os.readlink(kept / "ln") == "out/k.txt"
     assert not (kept / "old.txt").exists()  # a deletion has no content to keep
     assert (ws / "old.txt").read_text() == "old\n" and not (ws / "out").exists()
+
+
+def test_a_full_layer_is_named_as_the_layer_not_the_disk(
+        ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The layer is held in memory: a command that fills it is told so (and how to avoid it),
+    instead of leaving the user and the model to look for a full disk."""
+    from agent_cli import events as ev
+    from agent_cli.sandbox import overlay
+    from agent_cli.sandbox.diagnose import LAYER_FULL
+    from tests.undo.test_undo import run_session, sh
+
+    monkeypatch.setenv("AGENT_CLI_UNDO_OVERLAY", "on")
+    monkeypatch.setattr(overlay, "LAYER_OPTIONS", b"mode=0700,size=1m")
+    seen = run_session(ws, tmp_path / "s.jsonl", [("toolu_big", "run_command", sh(
+        "head -c 3000000 /dev/zero > big.bin"))])
+    [result] = [e for e in seen if isinstance(e, ev.ToolResultEvent)]
+    assert result.is_error and "No space left on device" in result.content, result.content
+    assert LAYER_FULL in result.content
+
