@@ -14,6 +14,11 @@ import pytest
 
 from tests.conftest import REPO
 
+# Building the wheel and the sdist writes build/ and *.egg-info in the repository itself: one
+# worker runs every test here, so two builds never share those folders (and each fixture builds
+# once).
+pytestmark = pytest.mark.xdist_group("packaging")
+
 
 def build_wheel(out: Path) -> Path:
     subprocess.run(
