@@ -59,11 +59,18 @@ def run_in_process(args: list[str], fake: FakeAnthropic | None, *,
     stdout and stderr apart), but in this process: the typer app through click's runner. A
     subprocess imports the anthropic SDK again, about 1.5 s of CPU each time; the tests that look
     at what reached the wire, not at the process, use this one."""
+    return run_env_in_process(args, {"ANTHROPIC_API_KEY": key, "ANTHROPIC_BASE_URL":
+                                     fake.base_url if fake else None})
+
+
+def run_env_in_process(args: list[str], env_extra: dict[str, str | None], *,
+                       columns: str | None = "200") -> subprocess.CompletedProcess[str]:
+    """`agent-cli run ARGS` in this process with `env_extra` over this environment (None
+    removes a variable), from the repository's folder, as a CompletedProcess."""
     from agent_cli.cli.app import app
     from tests.scripts import split_runner
 
-    env: dict[str, str | None] = {"ANTHROPIC_API_KEY": key, "COLUMNS": "200",
-                                  "ANTHROPIC_BASE_URL": fake.base_url if fake else None}
+    env = {"COLUMNS": columns, **env_extra}
     before = Path.cwd()
     os.chdir(REPO)
     try:
