@@ -3,16 +3,48 @@ into a fresh virtual environment it runs `agent-cli chat --demo` with no reposit
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import hashlib
 import os
 import subprocess
 import sys
 import sysconfig
+import tempfile
 import zipfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import REPO
+
+
+@contextlib.contextmanager
+def repo_build_lock() -> Iterator[None]:
+    """Held while a build writes build/ and *.egg-info in the repository itself: two builds at
+    once (the wheel on one test worker, the sdist on another, or another pytest run in this
+    checkout) would share those folders and break each other."""
+    name = hashlib.sha256(str(REPO).encode()).hexdigest()[:16]
+    with open(Path(tempfile.gettempdir()) / f"agent-cli-build-{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def built_once(factory: pytest.TempPathFactory, name: str, pattern: str,
+               build: Callable[[Path], Path]) -> Path:
+    """`build(folder)`, once for the whole run: the test workers (pytest-xdist) share their
+    run's temporary root, so the first to get here builds and the others find the result."""
+    root = factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # this run's folder, above every worker's own
+    out = root / f"shared-{name}"
+    with repo_build_lock():
+        found = sorted(out.glob(pattern)) if out.is_dir() else []
+        if found:
+            return found[0]
+        out.mkdir(exist_ok=True)
+        return build(out)
 
 
 def build_wheel(out: Path) -> Path:
@@ -26,7 +58,7 @@ def build_wheel(out: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_wheel(tmp_path_factory.mktemp("dist"))
+    return built_once(tmp_path_factory, "dist", "agent_cli_host-*.whl", build_wheel)
 
 
 def test_wheel_ships_every_module_of_the_package(wheel: Path) -> None:
@@ -144,7 +176,7 @@ def build_sdist(out: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def sdist(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_sdist(tmp_path_factory.mktemp("sdist"))
+    return built_once(tmp_path_factory, "sdist", "agent_cli_host-*.tar.gz", build_sdist)
 
 
 def test_sdist_holds_the_tests_docs_and_examples(sdist: Path) -> None:

@@ -20,7 +20,8 @@ from agent_cli.session import Session
 from agent_cli.tools.loader import load_tools
 from agent_cli.ui.commands import cmd_model
 from tests.fakes.anthropic_server import FakeAnthropic, text_reply
-from tests.providers.test_anthropic_e2e import no_traceback, run_cli
+from tests.providers.test_anthropic_e2e import no_traceback
+from tests.providers.test_anthropic_e2e import run_in_process as run_cli
 from tests.scripts import text
 
 MILLION = {"input_tokens": 1_000_000, "output_tokens": 0}

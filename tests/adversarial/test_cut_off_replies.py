@@ -9,9 +9,7 @@ SDK (or our httpx2 client) against the loopback fakes, cut at every possible eve
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,9 +24,9 @@ from agent_cli.providers.anthropic import AnthropicProvider
 from agent_cli.providers.base import ModelRequest
 from agent_cli.providers.openai_compat import OpenAIProvider
 from agent_cli.session import Session, load_registry, make_provider
-from tests.conftest import REPO
 from tests.fakes.anthropic_server import FakeAnthropic
 from tests.fakes.openai_server import FakeOpenAI
+from tests.providers.test_anthropic_e2e import run_env_in_process
 
 DANGEROUS = "git clean -fdx --dry-run"
 CUT_PHRASE = "the reply was cut off"
@@ -169,12 +167,9 @@ def test_a_cut_reply_proposes_nothing_even_with_yes_ready(
     assert [m["role"] for m in session.history] == ["user"]
 
 
-def run_cli(args: list[str], env_extra: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ)
-    env.update(env_extra)
-    env["COLUMNS"] = "200"
-    return subprocess.run([sys.executable, "-m", "agent_cli", "run", *args], env=env, cwd=REPO,
-                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
+def run_cli(args: list[str], env_extra: dict[str, str | None]) -> subprocess.CompletedProcess[str]:
+    """`agent-cli run ARGS` with `env_extra`, in this process (the SDK is imported once)."""
+    return run_env_in_process(args, env_extra)
 
 
 @pytest.mark.parametrize("shape", ["text", "tool"])

@@ -10,9 +10,7 @@ and a line the person sees; `redact_results = false` sends results whole (errors
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +23,11 @@ from agent_cli.providers.anthropic import AnthropicProvider
 from agent_cli.session import Session
 from agent_cli.tools import Tool, ToolContext
 from agent_cli.tools.loader import load_tools
-from tests.conftest import REPO
 from tests.fakes.anthropic_server import FakeAnthropic, text_reply, tool_reply
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.openai_server import text_reply as oa_text
 from tests.fakes.openai_server import tool_reply as oa_tool
+from tests.providers.test_anthropic_e2e import run_env_in_process
 
 PASSWORD = "hunter2" + "pass"
 ANTHROPIC_KEY = "sk-ant-api03-" + "Zq7Xw2Lk9Pm4Rt6Yv8Bn1Cd3Fg5Hj0Ks" * 2
@@ -89,12 +87,9 @@ def test_an_error_quoting_secrets_reaches_the_model_redacted(workspace: Path,
     assert PASSWORD not in logged and ANTHROPIC_KEY not in logged
 
 
-def run_cli(args: list[str], env_extra: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ)
-    env.update(env_extra)
-    env["COLUMNS"] = "200"
-    return subprocess.run([sys.executable, "-m", "agent_cli", "run", *args], env=env, cwd=REPO,
-                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
+def run_cli(args: list[str], env_extra: dict[str, str | None]) -> subprocess.CompletedProcess[str]:
+    """`agent-cli run ARGS` with `env_extra`, in this process (the SDK is imported once)."""
+    return run_env_in_process(args, env_extra)
 
 
 def test_read_file_of_a_dotenv_is_hidden_and_the_person_is_told(workspace: Path) -> None:

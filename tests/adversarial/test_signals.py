@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -35,9 +36,13 @@ pexpect = pytest.importorskip("pexpect")
 pytestmark = pytest.mark.pty
 
 ASK = rb"\[y/N\]"
-COMMAND = ("setsid sleep 3017 & echo STARTED; exec sleep 3007")
+_UNIQUE = secrets.randbelow(10**6) + 10**6
+ESCAPED, OWN = f"{_UNIQUE}.17", f"{_UNIQUE}.7"
+COMMAND = f"setsid sleep {ESCAPED} & echo STARTED; exec sleep {OWN}"
 """Two sleeps with durations no other process uses, found by their command lines: the command is
-PID 1 of a namespace of its own, so the PIDs it could write down ($$, $!) are not this test's."""
+PID 1 of a namespace of its own, so the PIDs it could write down ($$, $!) are not this test's.
+Drawn once per process: the tests of another worker (or another run on the machine) start
+sleeps of their own at the same time, and must not be counted or killed here."""
 
 
 def wait_for(predicate: Any, what: str, timeout: float = 60) -> None:
@@ -67,7 +72,8 @@ def sleeps() -> list[int]:
             argv = (entry / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if argv[:2] in ([b"sleep", b"3017"], [b"sleep", b"3007"]) and alive(int(entry.name)):
+        if argv[:2] in ([b"sleep", ESCAPED.encode()], [b"sleep", OWN.encode()]) and alive(
+                int(entry.name)):
             found.append(int(entry.name))
     return sorted(found)
 

@@ -57,7 +57,7 @@ def procs_with(marker: str) -> list[int]:
     return found
 
 
-def wait_gone(marker: str, limit_s: float = 10.0) -> list[int]:
+def wait_gone(marker: str, limit_s: float = 60.0) -> list[int]:
     """Poll (not a timing assertion: just long enough for a clean shutdown) until no process
     with the marker is left; return what is left."""
     end = time.monotonic() + limit_s
@@ -310,7 +310,7 @@ def test_invalid_arguments_are_refused_before_the_server_sees_them(workspace: Pa
         out = run.hub.call("time", "get_current_time", {"timezone": 5},  # type: ignore[union-attr]
                            ToolContext(workspace=workspace, timeout_s=30, output_cap=10_000))
         assert out.is_error  # the server's own isError result comes back as an error
-        end = time.monotonic() + 10
+        end = time.monotonic() + 60
         while "rejected" not in errlog.read_text() and time.monotonic() < end:
             time.sleep(0.05)
         assert "rejected" in errlog.read_text()
@@ -572,9 +572,10 @@ server.run()
 def slow_server(tmp_path: Path, marker: str) -> MCPServer:
     script = tmp_path / "slow_server.py"
     script.write_text(SLOW_SERVER)
-    # A 1 s call timeout, but the default (generous) start-up timeout: a loaded machine may take
+    # A 3 s call timeout (an answer at once must come in within it on a loaded machine, beside
+    # other tests), and the default (generous) start-up timeout: a loaded machine may take
     # several seconds to start a Python server, which must not make its tools "unknown".
-    return MCPServer(command=PY, args=[str(script)], env={marker: "1"}, timeout_s=1.0,
+    return MCPServer(command=PY, args=[str(script)], env={marker: "1"}, timeout_s=3.0,
                      trusted=True)
 
 
@@ -588,7 +589,7 @@ def test_timeouts_and_is_error_results_become_error_results(workspace: Path, mar
     try:
         assert run.send().reason == "end_turn"
         res = run.results()
-        assert res["s1"].is_error and "did not answer within 1 s" in res["s1"].content
+        assert res["s1"].is_error and "did not answer within 3 s" in res["s1"].content
         assert res["s2"].is_error and "the disk is on fire" in res["s2"].content
         assert not res["s3"].is_error and res["s3"].content == "rested"  # still usable
         where = Path(res["s4"].content)  # cwd defaults to a neutral empty folder

@@ -53,6 +53,34 @@ def run_cli(args: list[str], fake: FakeAnthropic | None, *, key: str | None = "t
                           timeout=timeout)
 
 
+def run_in_process(args: list[str], fake: FakeAnthropic | None, *,
+                   key: str | None = "test-key") -> subprocess.CompletedProcess[str]:
+    """`agent-cli run ARGS` as `run_cli` runs it (the same environment, no stdin, 200 columns,
+    stdout and stderr apart), but in this process: the typer app through click's runner. A
+    subprocess imports the anthropic SDK again, about 1.5 s of CPU each time; the tests that look
+    at what reached the wire, not at the process, use this one."""
+    return run_env_in_process(args, {"ANTHROPIC_API_KEY": key, "ANTHROPIC_BASE_URL":
+                                     fake.base_url if fake else None})
+
+
+def run_env_in_process(args: list[str], env_extra: dict[str, str | None], *,
+                       columns: str | None = "200") -> subprocess.CompletedProcess[str]:
+    """`agent-cli run ARGS` in this process with `env_extra` over this environment (None
+    removes a variable), from the repository's folder, as a CompletedProcess."""
+    from agent_cli.cli.app import app
+    from tests.scripts import split_runner
+
+    env = {"COLUMNS": columns, **env_extra}
+    before = Path.cwd()
+    os.chdir(REPO)
+    try:
+        result = split_runner().invoke(app, ["run", *args], env=env, catch_exceptions=False)
+    finally:
+        os.chdir(before)
+    return subprocess.CompletedProcess(["agent-cli", "run", *args], result.exit_code,
+                                       result.stdout, result.stderr)
+
+
 def no_traceback(proc: subprocess.CompletedProcess[str]) -> None:
     assert "Traceback" not in proc.stdout + proc.stderr, proc.stdout + proc.stderr
 

@@ -4,28 +4,24 @@ what the fakes recorded; and Anthropic `strict` for the tools whose schema quali
 from __future__ import annotations
 
 import json
-import os
 import re
 import stat
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import REPO
 from tests.fakes.anthropic_server import FakeAnthropic, text_reply, tool_reply
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.openai_server import text_reply as oa_text
+from tests.providers.test_anthropic_e2e import run_env_in_process
 
 KEY = "sk-ant-api03-" + "Zq7Xw2Lk9Pm4Rt6Yv8Bn1Cd3Fg5Hj0Ks" * 2
 RECORD = re.compile(r"^--- agent-cli debug \d\d:\d\d:\d\d (.+?) ---$", re.MULTILINE)
 
 
-def run_cli(args: list[str], env_extra: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ)
-    env.update(env_extra)
-    return subprocess.run([sys.executable, "-m", "agent_cli", "run", *args], env=env, cwd=REPO,
-                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
+def run_cli(args: list[str], env_extra: dict[str, str | None]) -> subprocess.CompletedProcess[str]:
+    """`agent-cli run ARGS` with `env_extra`, in this process (the SDK is imported once)."""
+    return run_env_in_process(args, env_extra, columns=None)
 
 
 def records(text: str) -> list[tuple[str, Any]]:

@@ -10,25 +10,20 @@ host holds the model to the choice: a call outside it is refused like an unknown
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import REPO
 from tests.fakes.anthropic_server import FakeAnthropic, text_reply, tool_reply
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.openai_server import text_reply as oa_text
 from tests.fakes.openai_server import tool_reply as oa_tool
+from tests.providers.test_anthropic_e2e import run_env_in_process
 
 
-def run_cli(args: list[str], env_extra: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ)
-    env.update(env_extra)
-    env["COLUMNS"] = "200"
-    return subprocess.run([sys.executable, "-m", "agent_cli", "run", *args], env=env, cwd=REPO,
-                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
+def run_cli(args: list[str], env_extra: dict[str, str | None]) -> subprocess.CompletedProcess[str]:
+    """`agent-cli run ARGS` with `env_extra`, in this process (the SDK is imported once)."""
+    return run_env_in_process(args, env_extra)
 
 
 def obeying_anthropic(body: dict[str, Any]) -> dict[str, Any]:

@@ -18,7 +18,8 @@ from agent_cli.tools.loader import load_tools
 from agent_cli.tools.registry import CallRejected
 from agent_cli.tools.scope import Scope, ScopedRegistry, scoped
 from tests.fakes.anthropic_server import FakeAnthropic, text_reply, tool_reply
-from tests.providers.test_anthropic_e2e import no_traceback, run_cli
+from tests.providers.test_anthropic_e2e import no_traceback
+from tests.providers.test_anthropic_e2e import run_in_process as run_cli
 
 
 @pytest.fixture

@@ -19,7 +19,8 @@ from agent_cli.skills import load_skills, parse_front_matter, system_section
 from agent_cli.tools.trust import PluginPins
 from tests.conftest import REPO
 from tests.fakes.anthropic_server import FakeAnthropic, text_reply, tool_reply
-from tests.providers.test_anthropic_e2e import no_traceback, run_cli
+from tests.providers.test_anthropic_e2e import no_traceback
+from tests.providers.test_anthropic_e2e import run_in_process as run_cli
 
 BODY = "Step 1: open the form with read_file.\nStep 2: SECRET-BODY-MARKER fill each field."
 SKILL = f"""---

@@ -22,7 +22,8 @@ from tests.fakes.anthropic_server import FakeAnthropic, text_reply
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.openai_server import text_reply as oa_text
 from tests.fakes.openai_server import tool_reply as oa_tool
-from tests.providers.test_anthropic_e2e import no_traceback, run_cli
+from tests.providers.test_anthropic_e2e import no_traceback
+from tests.providers.test_anthropic_e2e import run_in_process as run_cli
 
 EXAMPLES_PLUGIN = '''
 from typing import Literal

@@ -174,6 +174,11 @@ def test_closing_the_terminal_at_the_first_prompt_ends_with_129() -> None:
 HOLD_EDITOR = '''
 import sys
 
+# Python starts, then waits here until the test has seen its first key echoed: that key is in the
+# terminal before anything is drawn, however the two processes are scheduled.
+with open({start!r}) as gate:
+    gate.read()
+
 
 class _HoldTheLineEditor:
     """Holds the first import of prompt_toolkit until the test writes to its FIFO: the line
@@ -206,9 +211,11 @@ def test_a_key_typed_right_after_start_is_echoed_before_the_editor_exists(
     hook = tmp_path / "hook"
     hook.mkdir()
     fifo, mark = tmp_path / "editor.fifo", tmp_path / "editor-import-held"
+    start = tmp_path / "start.fifo"
     os.mkfifo(fifo)
-    (hook / "sitecustomize.py").write_text(HOLD_EDITOR.format(mark=str(mark), fifo=str(fifo)),
-                                           encoding="utf-8")
+    os.mkfifo(start)
+    (hook / "sitecustomize.py").write_text(
+        HOLD_EDITOR.format(mark=str(mark), fifo=str(fifo), start=str(start)), encoding="utf-8")
     script = tmp_path / "script.json"
     script.write_text(json.dumps([scripts.text("ANSWER-ONE")]), encoding="utf-8")
     workspace = tmp_path / "ws"
@@ -219,6 +226,12 @@ def test_a_key_typed_right_after_start_is_echoed_before_the_editor_exists(
                           env=env, cwd=str(REPO), dimensions=(40, 120), timeout=TIMEOUT)
     try:
         child.send(b"k")  # at t=0
+        # The kernel echoes it (the shell's mode) before agent-cli draws anything: sent while
+        # the frame took the terminal raw for a moment to read what was typed, it would be
+        # neither read nor echoed (the editor draws it later) and this test would wait in vain.
+        child.expect(b"k")
+        with open(start, "w") as gate:
+            gate.write("go")
         child.expect(PROMPT)
         child.expect(b"k")  # after the prompt
         child.send(b"j")

@@ -6,7 +6,8 @@ short-lived access tokens and refresh tokens, and refreshes them.
 
 The authorization step approves at once (no login page): a "browser" that follows the sign-in
 URL is sent straight back to the client's redirect URI with a code. `POST /test/revoke-all`
-forgets every token (a revoked sign-in); `GET /test/counts` says how many registrations, code
+forgets every token (a revoked sign-in); `POST /test/expire-all` ends every access token's
+lifetime now; `GET /test/counts` says how many registrations, code
 exchanges and refreshes happened. Run as `python oauth_server.py PORT [ACCESS_TOKEN_SECONDS]`.
 """
 
@@ -129,6 +130,15 @@ async def revoke_all(request: Request) -> Response:
     provider.access.clear()
     provider.refresh.clear()
     return Response("revoked\n")
+
+
+@server.custom_route("/test/expire-all", methods=["POST"])
+async def expire_all(request: Request) -> Response:
+    """Every access token issued so far has expired (its lifetime is over, without a test
+    waiting that long on a clock); refresh tokens still work."""
+    for token in provider.access.values():
+        token.expires_at = int(time.time()) - 1
+    return Response("expired\n")
 
 
 @server.custom_route("/test/counts", methods=["GET"])

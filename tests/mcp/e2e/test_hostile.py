@@ -156,7 +156,7 @@ def test_children_that_leave_the_group_end_with_the_session(workspace: Path,
         assert os.getpgid(pid) == pid  # it left the server's group: a group kill misses it
     finally:
         run.close()
-    end = time.monotonic() + 15
+    end = time.monotonic() + 60
     while is_running(pid) and time.monotonic() < end:
         time.sleep(0.05)
     assert not is_running(pid)
@@ -171,13 +171,13 @@ def test_progress_and_server_logs_go_to_the_server_log_not_the_terminal(
     run.hub.on_progress = shown.append  # type: ignore[union-attr]  # what a terminal would get
     try:
         run.send()
-        end = time.monotonic() + 10
+        end = time.monotonic() + 60
         while len(shown) < 2 and time.monotonic() < end:  # delivered on the MCP thread
             time.sleep(0.02)
         assert shown == ["MCP hostile busy: 1/2 half\\x1b[31m way", "MCP hostile busy: 2/2 done"]
         assert run.results()["b1"].content == "busy done"
         errlog = run.hub.servers["hostile"].errlog  # type: ignore[union-attr]
-        end = time.monotonic() + 10
+        end = time.monotonic() + 60
         while "log line" not in errlog.read_text() and time.monotonic() < end:
             time.sleep(0.05)
         text = errlog.read_text()
