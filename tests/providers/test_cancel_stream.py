@@ -58,41 +58,39 @@ def _until(condition: Callable[[], bool]) -> None:
     raise AssertionError("the condition did not come true in time")
 
 
+def _cancel_once(settings: Settings, tmp_path: Path, workspace: Path,
+                 when: Callable[[Any], bool]) -> None:
+    """Start a turn, cancel it at the first event `when` accepts, and wait until the turn and
+    its model request's own thread have ended."""
+    seen = threading.Event()
+    session = make_session(workspace, log=tmp_path / "s.jsonl", settings=settings)
+    session.sinks = (*session.sinks, lambda e: seen.set() if when(e) else None)
+    session.start()
+    before = _model_threads()
+    handle = session.prompt("hello")
+    assert seen.wait(WAIT_S)
+    session.cancel()
+    assert handle.wait().reason == "interrupted"
+    # Without the fix the thread went on: it read the stream to its end, or sent the request
+    # again after the pause.
+    _until(lambda: _model_threads() <= before)
+    session.close()
+
+
 def test_a_cancel_mid_stream_hangs_up_on_the_server(fake: Any, tmp_path: Path,
                                                      workspace: Path) -> None:
     # 400 words, one event every 50 ms: 20 s of stream, were it read to its end.
     fake.add(_text(fake, " ".join(["word"] * 400), event_delay_s=0.05, chunk_bytes=40))
-    first_text = threading.Event()
-    session = make_session(workspace, log=tmp_path / "s.jsonl", settings=_settings(fake))
-    session.sinks = (*session.sinks,
-                     lambda e: first_text.set() if isinstance(e, ev.TextDelta) else None)
-    session.start()
-    before = _model_threads()
-    handle = session.prompt("talk")
-    assert first_text.wait(WAIT_S)
-    session.cancel()
-    assert handle.wait().reason == "interrupted"
-    _until(lambda: _model_threads() <= before)  # the request's own thread ends...
-    _until(lambda: bool(fake.streams))  # ...and the server's next write meets a closed socket
+    _cancel_once(_settings(fake), tmp_path, workspace, lambda e: isinstance(e, ev.TextDelta))
+    _until(lambda: bool(fake.streams))  # the server's next write meets a closed socket
     assert fake.streams == ["cut by the client"]
-    session.close()
 
 
 def test_a_cancel_during_a_retry_pause_sends_no_further_request(fake: Any, tmp_path: Path,
                                                                  workspace: Path) -> None:
     fake.add({"status": 429, "retry_after": "5"}, _text(fake, "too late"))
-    retrying = threading.Event()
     settings = _settings(fake).model_copy(update={"retry_cap_s": 5.0})
-    session = make_session(workspace, log=tmp_path / "s.jsonl", settings=settings)
-    session.sinks = (*session.sinks, lambda e: retrying.set()
-                     if isinstance(e, ev.Notice) and e.kind == "retry" else None)
-    session.start()
-    before = _model_threads()
-    handle = session.prompt("hello")
-    assert retrying.wait(WAIT_S)
-    session.cancel()
-    assert handle.wait().reason == "interrupted"
-    _until(lambda: _model_threads() <= before)  # without the fix: after the pause, a second request
+    _cancel_once(settings, tmp_path, workspace,
+                 lambda e: isinstance(e, ev.Notice) and e.kind == "retry")
     assert len(fake.requests) == 1
     assert fake.pending == 1  # "too late" was never asked for
-    session.close()
