@@ -121,6 +121,30 @@ def pause(seconds: float) -> None:
     checkpoint()
 
 
+SIGNAL_SLICE_S = 0.1
+"""How long the main thread waits at a time in `wait_on_main`."""
+
+
+def wait_on_main(event: threading.Event, timeout: float | None = None) -> bool:
+    """`event.wait(timeout)` that Ctrl-C (SIGINT) and the other signals still interrupt when it
+    runs on the main thread. The kernel hands a signal sent to the process to any of its threads
+    that does not block it (Linux skips a main thread that has a signal pending already); CPython's
+    C handler then only notes it, and the Python handler (KeyboardInterrupt) runs when the main
+    thread next runs Python code, which a wait with no timeout never does: CI saw a Ctrl-C land
+    on another thread and wait out a 60 s command. Waiting in slices bounds that delay; on other
+    threads it is a plain wait."""
+    if threading.current_thread() is not threading.main_thread():
+        return event.wait(timeout)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        step = SIGNAL_SLICE_S if deadline is None else min(SIGNAL_SLICE_S,
+                                                           deadline - time.monotonic())
+        if step <= 0:
+            return event.is_set()
+        if event.wait(step):
+            return True
+
+
 def _chain(event: threading.Event, wake: threading.Event) -> Callable[[], None]:
     """Make `event` wake `wake` too while a wait lasts: at once for a `LinkedEvent`; a plain Event
     (a tool's own) is watched by a relay thread for the length of the wait."""

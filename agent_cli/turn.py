@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Protocol, TypeVar, cast
 
 from agent_cli import events as ev
 from agent_cli.calls import Approved, Call, Decision, Denied
-from agent_cli.cancel import CancelToken, LinkedEvent
+from agent_cli.cancel import CancelToken, LinkedEvent, wait_on_main
 
 if TYPE_CHECKING:
     from agent_cli.conversation import ToolResultBlock
@@ -199,8 +199,9 @@ class TurnHandle:
         return self.finished.is_set()
 
     def wait(self, timeout: float | None = None) -> TurnResult | None:
-        """The result once the turn ended (None when `timeout` passed first)."""
-        if not self.finished.wait(timeout):
+        """The result once the turn ended (None when `timeout` passed first). On the main
+        thread a signal interrupts it however long it waits (cancel.wait_on_main)."""
+        if not wait_on_main(self.finished, timeout):
             return None
         if self.error is not None:
             raise self.error

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 from agent_cli import events as ev
+from agent_cli.cancel import wait_on_main
 from agent_cli.turn import Errand, Outbox
 
 if TYPE_CHECKING:
@@ -102,7 +103,7 @@ class TerminalTurns:
                 try:
                     if handle.done and not self.outbox.wake.is_set():
                         break
-                    self.outbox.wake.wait()
+                    wait_on_main(self.outbox.wake)  # (Ctrl-C may land on another thread)
                     self._deliver_waiting(session)
                 except KeyboardInterrupt:
                     self._cancel(session)
