@@ -11,10 +11,14 @@ at once because cancelling wakes it. What was done is kept; every call still wai
 from __future__ import annotations
 
 import contextlib
+import queue
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 class CancelToken:
@@ -143,6 +147,17 @@ def wait_on_main(event: threading.Event, timeout: float | None = None) -> bool:
             return event.is_set()
         if event.wait(step):
             return True
+
+
+def get_on_main(source: queue.Queue[T]) -> T:
+    """`source.get()` that a signal still interrupts on the main thread (see `wait_on_main`)."""
+    if threading.current_thread() is not threading.main_thread():
+        return source.get()
+    while True:
+        try:
+            return source.get(timeout=SIGNAL_SLICE_S)
+        except queue.Empty:
+            continue
 
 
 def _chain(event: threading.Event, wake: threading.Event) -> Callable[[], None]:

@@ -25,6 +25,7 @@ from agent_cli.acp.opening import Options
 from agent_cli.acp.turns import Turns
 from agent_cli.acp.updates import SAID_REASONS, EventMapper, say, stop_reason
 from agent_cli.acp.wire import Channel, Message, RpcError
+from agent_cli.cancel import get_on_main
 
 if TYPE_CHECKING:
     from agent_cli.session import Session
@@ -108,7 +109,7 @@ class Agent:
         reader.start()
         try:
             while True:
-                msg = self._jobs.get()
+                msg = get_on_main(self._jobs)  # (a signal may land on another thread)
                 if msg is None or (self._stopping and msg.method == "session/prompt"):
                     break
                 if msg.method == "session/prompt":

@@ -32,6 +32,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from agent_cli.cancel import get_on_main
+
 if TYPE_CHECKING:
     from agent_cli.eval.runner import TrialResult, TrialSpec
 
@@ -153,7 +155,7 @@ def run_parallel(specs: list[TrialSpec], jobs: int,
         t.start()
     try:
         for _ in specs:
-            i, result = done.get()
+            i, result = get_on_main(done)  # (a Ctrl-C may land on another thread)
             on_done(i, result)
     except BaseException:
         # Ctrl-C (which reached the workers too): no new trial starts; running ones end.

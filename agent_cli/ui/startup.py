@@ -46,6 +46,7 @@ if TYPE_CHECKING:
 
     from agent_cli.signals import TerminationSignals
 
+from agent_cli.cancel import wait_on_main
 from agent_cli.ui.typing_mode import (
     pending_count,
     read_pending,
@@ -313,7 +314,7 @@ class Loading(Generic[T]):
         self.start()
         while True:
             try:
-                self._done.wait()
+                wait_on_main(self._done)  # (a Ctrl-C that lands on another thread still ends it)
                 return
             except Terminated:
                 continue

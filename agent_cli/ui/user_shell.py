@@ -21,6 +21,7 @@ import weakref
 from typing import TYPE_CHECKING
 
 from agent_cli import events as ev
+from agent_cli.cancel import SIGNAL_SLICE_S
 from agent_cli.conversation import Attachment
 
 if TYPE_CHECKING:
@@ -51,7 +52,7 @@ def run_user_shell(session: Session, command: str) -> ev.UserShell:
     worker.start()
     while worker.is_alive():
         try:
-            worker.join()
+            worker.join(SIGNAL_SLICE_S)  # in slices: a Ctrl-C may land on another thread
         except KeyboardInterrupt:
             cancel.set()  # run_process ends the command's whole process group
     result = done[0]

@@ -60,3 +60,23 @@ def test_the_terminals_wait_is_interrupted_by_a_signal_on_another_thread(
     finally:
         session.close()
     assert result.reason == "interrupted"
+
+
+def test_a_queue_wait_on_the_main_thread_is_interrupted_too() -> None:
+    """acp's and eval's main loops wait on a queue (cancel.get_on_main)."""
+    import queue
+
+    import pytest
+
+    from agent_cli.cancel import get_on_main
+
+    jobs: queue.Queue[str] = queue.Queue()
+
+    def elsewhere() -> None:
+        signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+        threading.Event().wait(20)
+        jobs.put("too late")  # ends the wait of a version that cannot be interrupted
+
+    threading.Thread(target=elsewhere, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        get_on_main(jobs)
