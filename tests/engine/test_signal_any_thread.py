@@ -10,6 +10,7 @@ turn's own thread (pthread_kill), while the main thread waits as each front end 
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,23 @@ from agent_cli.ui.turns import TerminalTurns
 from tests.scripts import done, make_session, tool_use
 
 SLEEP = ["sleep", "30"]
+WAIT_S = 60.0
 """Long enough that a turn which ends on its own is not mistaken for one that was stopped."""
+
+
+def _main_thread_waits_in(name: str) -> None:
+    """Until the main thread's stack holds a call of the function `name` (the signal must land
+    while it waits there, not before, where it would end the test itself)."""
+    main = threading.main_thread().ident
+    pause = threading.Event()
+    for _ in range(int(WAIT_S / 0.01)):
+        frame = sys._current_frames().get(main or 0)
+        while frame is not None:
+            if frame.f_code.co_name == name:
+                return
+            frame = frame.f_back
+        pause.wait(0.01)
+    raise AssertionError(f"the main thread never waited in {name}")
 
 
 def _session_signalled_from_the_tool_thread(workspace: Path, tmp_path: Path) -> Any:
@@ -32,6 +49,7 @@ def _session_signalled_from_the_tool_thread(workspace: Path, tmp_path: Path) -> 
     def on_event(event: Any) -> None:
         if isinstance(event, ev.ToolStarted):  # (emitted on the turn's own thread)
             assert threading.current_thread() is not threading.main_thread()
+            _main_thread_waits_in("wait_on_main")
             signal.pthread_kill(threading.get_ident(), signal.SIGINT)
 
     session.sinks = (*session.sinks, on_event)
@@ -73,6 +91,7 @@ def test_a_queue_wait_on_the_main_thread_is_interrupted_too() -> None:
     jobs: queue.Queue[str] = queue.Queue()
 
     def elsewhere() -> None:
+        _main_thread_waits_in("get_on_main")
         signal.pthread_kill(threading.get_ident(), signal.SIGINT)
         threading.Event().wait(20)
         jobs.put("too late")  # ends the wait of a version that cannot be interrupted
