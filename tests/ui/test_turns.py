@@ -18,12 +18,12 @@ from tests.scripts import done
 
 
 def _waiting(ident: int | None) -> bool:
-    """Whether thread `ident` is blocked in an Event's wait called from the driver's `run` (its
-    wait for news; not the wait inside starting the turn's thread)."""
+    """Whether thread `ident` is blocked in the driver's wait for news (`run` in ui/turns.py
+    waiting through cancel.wait_on_main; not the wait inside starting the turn's thread)."""
     frame = sys._current_frames().get(ident) if ident is not None else None
     while frame is not None and frame.f_back is not None:
         caller = frame.f_back.f_code
-        if (frame.f_code.co_name == "wait" and caller.co_name == "run"
+        if (frame.f_code.co_name == "wait_on_main" and caller.co_name == "run"
                 and caller.co_filename.endswith("turns.py")):
             return True
         frame = frame.f_back
