@@ -293,13 +293,17 @@ class UserShell(BaseModel):
     """Seconds it ran."""
     hidden: list[str] = []
     """Kinds of the secrets hidden from the model in `output` (config redact_results)."""
+    sandbox: dict[str, Any] = {}
+    """The process's capability record, as `tool_started.sandbox` holds a tool's: {"mode":
+    "off"}, since the user's own command runs with all the user's rights."""
 
     def notice(self) -> Notice:
         """The record: a `user_shell` notice with these fields."""
         code = "did not run" if self.exit_code is None else f"exit {self.exit_code}"
         return Notice.model_validate({
             "message": f"You ran a shell command: {self.command} ({code}, "
-                       f"{self.duration:.2f} s); its output goes with your next message.",
+                       f"{self.duration:.2f} s; not sandboxed: your own command, with all your "
+                       "rights); its output goes with your next message.",
             "kind": "user_shell", **self.model_dump()})
 
 

@@ -67,8 +67,11 @@ def run_user_shell(session: Session, command: str) -> ev.UserShell:
     status = f"exit {code}" if code is not None else "it did not run"
     # the command line too: a key typed in it (`curl -H "x-api-key: ..."`) is not sent
     sent, hidden = for_the_model(session, f"$ {command}\n{output}", "this shell output")
+    from agent_cli.sandbox.capabilities import Capabilities
+
     record = ev.UserShell(command=command, exit_code=code, output=sent.partition("\n")[2],
-                          duration=round(result.duration_s, 3), hidden=hidden)
+                          duration=round(result.duration_s, 3), hidden=hidden,
+                          sandbox=Capabilities("off", network=True).record())
     session.emit(record.notice())
     _pending.setdefault(session, []).append(Attachment(
         USER_SHELL_URI, f"The user ran this shell command in the workspace ({status}):\n{sent}"))

@@ -96,6 +96,7 @@ def test_a_shell_command_runs_without_a_panel_and_goes_with_the_next_message(
     assert "hello-from-shell" in shown and "marker.txt" in shown  # shown, run in the workspace
     assert str(workspace.resolve()) in shown
     assert "You ran a shell command: echo hello-from-shell && ls && pwd (exit 0," in flat(shown)
+    assert "not sandboxed: your own command, with all your rights" in flat(shown)
     assert len(rig.provider.requests) == 1, "the ! line itself is not sent"
     body = sent(rig)
     assert body.startswith("what did it print?\n\n")
@@ -104,6 +105,7 @@ def test_a_shell_command_runs_without_a_panel_and_goes_with_the_next_message(
     [record] = [e for e in rig.events() if e.get("kind") == "user_shell"]
     assert record["command"] == "echo hello-from-shell && ls && pwd"
     assert record["exit_code"] == 0 and "hello-from-shell" in record["output"]
+    assert record["sandbox"] == {"mode": "off"}  # its capability record, in the log
     assert not [e for e in rig.events() if e["type"] == "approval"]
 
 
